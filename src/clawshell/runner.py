@@ -1,0 +1,563 @@
+"""Spawn one command from a ``LaunchPlan`` and pump its output (the only module that spawns).
+
+``run`` forks, applies the plan's in-child restrictions (``plan.preexec``, through
+``sandbox.helper``) and execs ``plan.argv`` with ``plan.env`` in ``plan.cwd``.  The
+child inherits ``stdin_fd`` directly; stdout and stderr come back through pipes,
+are hashed raw (sha256), passed through the optional filters (objects with
+``feed(bytes) -> bytes`` and ``finish() -> bytes``, e.g. ``leaks.StreamScanner``)
+and written byte for byte to ``out_fd`` / ``err_fd``.
+
+Behaviour that keeps the shell a drop-in:
+
+- Exit status as bash reports it: the child's status, or 128+N for a death by signal
+  N; 127 when the command is not found, 126 when it cannot be executed.
+- SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to clawshell are forwarded to the child
+  (to its process group when it has its own).  When the child shares our process
+  group (stdin is our controlling terminal in the foreground), the terminal already
+  delivered SIGINT/SIGQUIT to it, so those two are not sent a second time.
+- A consumer that closes ``out_fd`` (``clawshell -c yes | head -1``): writing stops
+  and the read end of the child's pipe is closed, so the child gets SIGPIPE/EPIPE
+  exactly as it would have under bash.  The other stream keeps flowing.
+- Output beyond ``plan.max_output`` bytes (stdout+stderr) is cut: one marker line on
+  ``err_fd`` and the pipes are closed as above.
+- ``plan.timeout``: the whole tree is killed (process group, every descendant found
+  through ``/proc/PID/task/TID/children`` while we are the child subreaper, and the
+  cgroup when the plan names one); status 128+9 and ``timed_out``.
+- When the command exits, whatever it left running in the background is ended too
+  (what bwrap's PID namespace does anyway), so a stray daemon cannot keep the pipes
+  open or outlive the audit record.
+
+Nothing here imports psutil, pyseccomp or click: this runs on every command.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import selectors
+import signal
+import time
+from typing import Callable, Protocol
+
+from .errors import SandboxUnavailableError
+from .model import LaunchPlan, RunResult
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+"""Signals relayed to the child."""
+
+_CHUNK = 65536
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+class StreamFilter(Protocol):
+    """What ``run`` needs from an output filter (``leaks.StreamScanner`` fits)."""
+
+    def feed(self, data: bytes) -> bytes:
+        """Take raw bytes, return the bytes safe to emit now."""
+
+    def finish(self) -> bytes:
+        """Flush whatever was held back."""
+
+
+def _resolve(argv0: str, env: dict[str, str]) -> str | None:
+    """Find ``argv0`` on the plan's PATH like execvp would (None when not found)."""
+    if "/" in argv0:
+        return argv0
+    for d in (env.get("PATH") or os.defpath).split(":"):
+        cand = os.path.join(d or ".", argv0)
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+_subreaper = False
+
+
+def _ensure_subreaper() -> None:
+    """Make this process the reaper of orphaned descendants (so a tree kill finds them)."""
+    global _subreaper
+    if not _subreaper:
+        _subreaper = _set_subreaper()
+
+
+def _set_subreaper() -> bool:
+    """prctl(PR_SET_CHILD_SUBREAPER) via ctypes; False when refused."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def descendants(pid: int) -> list[int]:
+    """All live descendants of ``pid`` from ``/proc/*/task/*/children`` (no psutil)."""
+    out: list[int] = []
+    todo = [pid]
+    seen = {pid}
+    while todo:
+        for c in _children(todo.pop()):
+            if c not in seen:
+                seen.add(c)
+                out.append(c)
+                todo.append(c)
+    return out
+
+
+def kill_tree(pid: int, pgid: int | None, cgroup: str | None = None,
+              baseline: frozenset[int] = frozenset(), reaped: bool = False) -> set[int]:
+    """SIGKILL ``pid``, its process group, every descendant, and the cgroup; return the pids hit.
+
+    Stops the tree first (SIGSTOP) so nothing can fork its way out between the scan
+    and the kill.  Orphans that were re-parented to this process (we are the child
+    subreaper) are found among our own children: any child that is not ``pid`` and
+    was not already ours before the fork (``baseline``).  ``reaped``: ``pid`` itself
+    was already waited for (its number may be reused, leave it alone).
+    """
+    def scan() -> set[int]:
+        found = set() if reaped else {pid, *descendants(pid)}
+        for c in _children(os.getpid()):
+            if c not in baseline:
+                found.add(c)
+                found.update(descendants(c))
+        if cgroup:
+            found.update(_cgroup_pids(cgroup))
+        return found
+
+    targets = scan()
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGSTOP)
+        except OSError:
+            pass
+    for p in targets:
+        try:
+            os.kill(p, signal.SIGSTOP)
+        except OSError:
+            pass
+    targets |= scan()
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+    for p in targets:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+    if cgroup:
+        _kill_cgroup(cgroup)
+    return targets
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (all threads)."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                out.extend(int(k) for k in fh.read().split())
+        except OSError:
+            continue
+    return out
+
+
+def _cgroup_pids(cgroup: str) -> list[int]:
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "rb") as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        return []
+
+
+def _kill_cgroup(cgroup: str) -> None:
+    """Kill every process in ``cgroup`` (cgroup v2 ``cgroup.kill`` or a freeze-and-kill loop)."""
+    kill_file = os.path.join(cgroup, "cgroup.kill")
+    if os.path.exists(kill_file):
+        try:
+            with open(kill_file, "w") as fh:
+                fh.write("1")
+            return
+        except OSError:
+            pass
+    for _ in range(50):
+        pids = _cgroup_pids(cgroup)
+        if not pids:
+            return
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.002)
+
+
+def _write_all(fd: int, data: bytes) -> bool:
+    """Write all of ``data``; False when the reader is gone (EPIPE/EBADF)."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            # A non-blocking out_fd whose reader is slow: wait until writable.
+            sel = selectors.DefaultSelector()
+            try:
+                sel.register(fd, selectors.EVENT_WRITE)
+                sel.select()
+            finally:
+                sel.close()
+            continue
+        except (BrokenPipeError, OSError) as exc:
+            if isinstance(exc, BrokenPipeError) or exc.errno in (errno.EPIPE, errno.EBADF, errno.EIO):
+                return False
+            raise
+        view = view[n:]
+    return True
+
+
+class _Stream:
+    """One output stream of the child: pipe read end, hash, filter, destination."""
+
+    __slots__ = ("name", "fd", "dest", "filt", "hash", "open_dest", "bytes")
+
+    def __init__(self, name: str, fd: int, dest: int, filt: StreamFilter | None):
+        self.name = name
+        self.fd = fd
+        self.dest = dest
+        self.filt = filt
+        self.hash = hashlib.sha256()
+        self.open_dest = True
+        self.bytes = 0
+
+
+def _child(plan: LaunchPlan, exe: str, stdin_fd: int, w_out: int, w_err: int, err_w: int,
+           own_pgrp: bool, preexec_fn: Callable[[], None] | None) -> None:
+    """Runs in the forked child: wire fds, restrict, exec.  Never returns.
+
+    Failures are reported on ``err_w`` as ``kind:errno:message`` (``setup`` for a
+    restriction that could not be applied, ``exec`` for the exec itself) and the
+    child exits without ever running the command.
+    """
+    kind = "setup"
+    try:
+        if own_pgrp:
+            os.setpgid(0, 0)
+        for sig in (*FORWARDED_SIGNALS, signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        if stdin_fd != 0:
+            os.dup2(stdin_fd, 0, inheritable=True)
+        else:
+            os.set_inheritable(0, True)
+        os.dup2(w_out, 1, inheritable=True)
+        os.dup2(w_err, 2, inheritable=True)
+        keep = set(plan.pass_fds)
+        for fd in plan.pass_fds:
+            os.set_inheritable(fd, True)
+        for fd in (w_out, w_err, stdin_fd):
+            if fd > 2 and fd not in keep:
+                os.close(fd)
+        os.chdir(plan.cwd)
+        if preexec_fn is not None:
+            preexec_fn()
+        kind = "exec"
+        os.execve(exe, list(plan.argv), dict(plan.env))
+    except BaseException as exc:  # report to the parent, never fall back into its code
+        code = getattr(exc, "errno", None) or 0
+        msg = f"{kind}:{code}:{exc}".encode("utf-8", "replace")
+        try:
+            os.write(err_w, msg[:4000])
+        finally:
+            os._exit(127)
+    os._exit(127)
+
+
+def _shares_terminal_pgrp(stdin_fd: int) -> bool:
+    """True when stdin is a terminal whose foreground group is ours (keep the child in it)."""
+    try:
+        return os.isatty(stdin_fd) and os.tcgetpgrp(stdin_fd) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def run(plan: LaunchPlan, *, stdout_filter: StreamFilter | None = None,
+        stderr_filter: StreamFilter | None = None, stdin_fd: int = 0, out_fd: int = 1,
+        err_fd: int = 2, on_spawn: Callable[[int], None] | None = None,
+        cgroup: str | None = None) -> RunResult:
+    """Run ``plan`` to completion and return what happened.
+
+    ``on_spawn(pid)`` is called once the child exists (for the e-stop's table of live
+    runs).  ``cgroup``: a cgroup directory the child joins before it restricts itself
+    (pids limit, whole-tree kill); None for none.  Raises ``SandboxUnavailableError``
+    when an in-child restriction of ``plan.preexec`` could not be applied: then the
+    command never ran.
+    """
+    start = time.monotonic()
+    env = dict(plan.env)
+    exe = _resolve(plan.argv[0], env) if plan.argv else None
+    if exe is None:
+        name = plan.argv[0] if plan.argv else ""
+        _write_all(err_fd, f"clawshell: {name}: command not found\n".encode())
+        empty = hashlib.sha256(b"").hexdigest()
+        return RunResult(status=127, duration=time.monotonic() - start, stdout_sha256=empty,
+                         stderr_sha256=empty, layers=plan.layers)
+
+    preexec_fn: Callable[[], None] | None = None
+    if plan.preexec or cgroup:
+        from .sandbox import helper
+
+        steps = plan.preexec
+
+        def preexec_fn() -> None:
+            if cgroup:
+                helper.join_cgroup(cgroup)
+            helper.apply_steps(steps)
+
+    own_pgrp = not _shares_terminal_pgrp(stdin_fd)
+    r_out, w_out = os.pipe()
+    r_err, w_err = os.pipe()
+    err_r, err_w = os.pipe()  # O_CLOEXEC: closes on a successful exec
+    _ensure_subreaper()
+    baseline = frozenset(_children(os.getpid()))
+
+    # Install forwarding before fork so a signal in the window is not lost; it is
+    # delivered to the child once we know its pid.
+    child_pid = 0
+    pending: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        if not child_pid:
+            pending.append(signum)
+            return
+        if not own_pgrp and signum in (signal.SIGINT, signal.SIGQUIT):
+            return
+        try:
+            if own_pgrp:
+                os.killpg(child_pid, signum)
+            else:
+                os.kill(child_pid, signum)
+        except OSError:
+            pass
+
+    old_handlers = {}
+    for sig in FORWARDED_SIGNALS:
+        try:
+            old_handlers[sig] = signal.signal(sig, forward)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os.close(r_out)
+            os.close(r_err)
+            os.close(err_r)
+            _child(plan, exe, stdin_fd, w_out, w_err, err_w, own_pgrp, preexec_fn)
+        child_pid = pid
+        if own_pgrp:
+            try:
+                os.setpgid(pid, pid)  # also in the parent: no race with killpg
+            except OSError:
+                pass
+        os.close(w_out)
+        os.close(w_err)
+        os.close(err_w)
+        for s in pending:
+            forward(s, None)
+        # Exec result: EOF means exec succeeded (CLOEXEC), data means it failed.
+        failure = b""
+        while True:
+            chunk = os.read(err_r, 4096)
+            if not chunk:
+                break
+            failure += chunk
+        os.close(err_r)
+        if failure:
+            os.close(r_out)
+            os.close(r_err)
+            os.waitpid(pid, 0)
+            kind, _, rest = failure.decode("utf-8", "replace").partition(":")
+            code_s, _, msg = rest.partition(":")
+            if kind == "setup":
+                raise SandboxUnavailableError(f"sandbox setup failed in the child: {msg}")
+            code = int(code_s or 0)
+            status = 127 if code == errno.ENOENT else 126
+            _write_all(err_fd, f"clawshell: {plan.argv[0]}: {os.strerror(code) if code else msg}\n".encode())
+            empty = hashlib.sha256(b"").hexdigest()
+            return RunResult(status=status, duration=time.monotonic() - start, stdout_sha256=empty,
+                             stderr_sha256=empty, layers=plan.layers)
+        if on_spawn is not None:
+            on_spawn(pid)
+        return _pump(plan, pid, own_pgrp, r_out, r_err, stdout_filter, stderr_filter,
+                     out_fd, err_fd, start, cgroup, baseline)
+    finally:
+        for sig, old in old_handlers.items():
+            try:
+                signal.signal(sig, old)
+            except (ValueError, OSError, TypeError):
+                pass
+
+
+def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
+          stdout_filter: StreamFilter | None, stderr_filter: StreamFilter | None,
+          out_fd: int, err_fd: int, start: float, cgroup: str | None,
+          baseline: frozenset[int]) -> RunResult:
+    """Move output until both pipes close, then reap; enforce timeout and output cap."""
+    out = _Stream("stdout", r_out, out_fd, stdout_filter)
+    err = _Stream("stderr", r_err, err_fd, stderr_filter)
+    streams = {r_out: out, r_err: err}
+    sel = selectors.DefaultSelector()
+    for fd in streams:
+        sel.register(fd, selectors.EVENT_READ)
+    pidfd = -1
+    try:
+        pidfd = os.pidfd_open(pid)
+        sel.register(pidfd, selectors.EVENT_READ)
+    except (OSError, AttributeError):
+        pidfd = -1
+    deadline = start + plan.timeout if plan.timeout else None
+    cap = plan.max_output
+    total = 0
+    truncated = False
+    timed_out = False
+    wstatus: int | None = None
+    pgid = pid if own_pgrp else None
+    hit: set[int] = set()
+
+    def close_stream(st: _Stream) -> None:
+        sel.unregister(st.fd)
+        os.close(st.fd)
+        del streams[st.fd]
+
+    def emit(st: _Stream, data: bytes) -> None:
+        if st.filt is not None:
+            data = st.filt.feed(data)
+        if data and st.open_dest and not _write_all(st.dest, data):
+            st.open_dest = False
+
+    def reap(flags: int) -> None:
+        nonlocal wstatus
+        if wstatus is None:
+            try:
+                done, ws = os.waitpid(pid, flags)
+            except ChildProcessError:
+                return
+            if done:
+                wstatus = ws
+                # The command is gone: end whatever it left behind so the pipes close.
+                hit.update(kill_tree(pid, pgid, cgroup, baseline, reaped=True))
+
+    try:
+        while streams or wstatus is None:
+            timeout = None
+            if deadline is not None:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    timed_out = True
+                    hit.update(kill_tree(pid, pgid, cgroup, baseline))
+                    deadline = None
+                    continue
+            if pidfd < 0 and wstatus is None:
+                timeout = 0.05 if timeout is None else min(timeout, 0.05)
+            events = sel.select(timeout)
+            if pidfd < 0:
+                reap(os.WNOHANG)
+            for key, _ in events:
+                if key.fd == pidfd:
+                    sel.unregister(pidfd)
+                    os.close(pidfd)
+                    pidfd = -2
+                    reap(0)
+                    continue
+                st = streams.get(key.fd)
+                if st is None:
+                    continue
+                try:
+                    data = os.read(st.fd, _CHUNK)
+                except OSError:
+                    data = b""
+                if not data:
+                    close_stream(st)
+                    continue
+                st.hash.update(data)
+                st.bytes += len(data)
+                if cap is not None and not truncated:
+                    room = cap - total
+                    total += len(data)
+                    if len(data) > room:
+                        if room > 0:
+                            emit(st, data[:room])
+                        truncated = True
+                        for s in (out, err):
+                            _finish(s)
+                        _write_all(err_fd, (f"\nclawshell: output truncated at {cap} bytes "
+                                            f"[limit: max_output]\n").encode())
+                        # Like a reader that went away: the command gets EPIPE/SIGPIPE.
+                        for s in list(streams.values()):
+                            close_stream(s)
+                        break
+                emit(st, data)
+                if not st.open_dest:
+                    # Reader of our output went away: give the child its EPIPE/SIGPIPE.
+                    close_stream(st)
+            if pidfd == -2 and wstatus is None:
+                reap(0)
+    finally:
+        for st in list(streams.values()):
+            close_stream(st)
+        if pidfd >= 0:
+            sel.unregister(pidfd)
+            os.close(pidfd)
+        sel.close()
+        if wstatus is None:
+            hit.update(kill_tree(pid, pgid, cgroup, baseline))
+            reap(0)
+    if not truncated:
+        for s in (out, err):
+            _finish(s)
+    _reap_orphans(hit - {pid})
+    assert wstatus is not None
+    if timed_out:
+        status = 128 + signal.SIGKILL
+        _write_all(err_fd, f"\nclawshell: timed out after {plan.timeout:g}s, process tree killed\n".encode())
+    elif os.WIFSIGNALED(wstatus):
+        status = 128 + os.WTERMSIG(wstatus)
+    else:
+        status = os.WEXITSTATUS(wstatus)
+    return RunResult(status=status, duration=time.monotonic() - start,
+                     stdout_sha256=out.hash.hexdigest(), stderr_sha256=err.hash.hexdigest(),
+                     layers=plan.layers, timed_out=timed_out, truncated=truncated)
+
+
+def _finish(st: _Stream) -> None:
+    """Flush a stream's filter tail to its destination."""
+    if st.filt is None:
+        return
+    tail = st.filt.finish()
+    st.filt = None
+    if tail and st.open_dest and not _write_all(st.dest, tail):
+        st.open_dest = False
+
+
+def _reap_orphans(pids: set[int]) -> None:
+    """Collect the zombies of killed orphans that were re-parented to us (never blocks long)."""
+    left = set(pids)
+    for _ in range(20):
+        for p in list(left):
+            try:
+                done, _ = os.waitpid(p, os.WNOHANG)
+            except ChildProcessError:
+                left.discard(p)  # not ours (reaped by its own parent, or in another pid ns)
+                continue
+            if done:
+                left.discard(p)
+        if not left:
+            return
+        time.sleep(0.001)
