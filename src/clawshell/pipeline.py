@@ -157,7 +157,7 @@ class ShellCall:
     record: dict[str, Any] = field(default_factory=dict)
 
 
-def run_shell(inv: Any, *, prog: str = "clawshell") -> int:
+def run_shell(inv: Any, *, prog: str = "clawshell", argv0: str | None = None) -> int:
     """Run a drop-in shell invocation end to end and return its exit status."""
     environ = os.environ
     real_shell = locate_real_shell(prog, environ)
@@ -165,7 +165,7 @@ def run_shell(inv: Any, *, prog: str = "clawshell") -> int:
         # Nested call (make, npm scripts, `bash -c` in a script): the kernel sandbox of
         # the outer command already bounds everything this can do, and the state home
         # is out of reach, so hand over to the real shell at once.
-        args = [os.path.basename(real_shell), *inv.passthrough]
+        args = [argv0 or prog, *inv.passthrough]
         if inv.command is not None:
             args += ["-c", inv.command, *inv.positional]
         elif inv.script_file is not None:
@@ -174,16 +174,21 @@ def run_shell(inv: Any, *, prog: str = "clawshell") -> int:
             args += ["-s", *inv.positional]
         os.execv(real_shell, args)
     workspace, start = resolve_workspace(inv.cwd, environ)
-    text, argv = _command_and_argv(inv, real_shell)
+    text, argv = _command_and_argv(inv, real_shell, argv0 or prog)
     session = session_id(inv.session, environ)
     call = ShellCall(command=text, argv=argv, workspace=workspace, cwd=start, session=session)
     return execute(call, policy_selector=inv.policy or environ.get("CLAWSHELL_POLICY"))
 
 
-def _command_and_argv(inv: Any, real_shell: str) -> tuple[str, list[str]]:
+def _command_and_argv(inv: Any, real_shell: str, argv0: str) -> tuple[str, list[str]]:
+    """The command text to judge and the argv that runs it in the real shell.
+
+    ``$0`` is set to the name we were called by (as bash would set it), so messages
+    such as ``bash: line 1: X: unbound variable`` read the same as under real bash.
+    """
     base = [real_shell, *inv.passthrough]
     if inv.command is not None:
-        return inv.command, base + ["-c", inv.command, *inv.positional]
+        return inv.command, base + ["-c", inv.command, *(inv.positional or (argv0,))]
     if inv.script_file is not None:
         try:
             with open(inv.script_file, "rb") as fh:
@@ -197,7 +202,7 @@ def _command_and_argv(inv: Any, real_shell: str) -> tuple[str, list[str]]:
     script = data.decode("utf-8", "surrogateescape")
     # The script was consumed from stdin to judge it, so it is handed over as -c with
     # $0 set like `bash -s` sets it.
-    return script, base + ["-c", script, os.path.basename(real_shell), *inv.positional]
+    return script, base + ["-c", script, argv0, *inv.positional]
 
 
 def execute(call: ShellCall, *, policy_selector: str | None, verdict_override: Verdict | None = None,

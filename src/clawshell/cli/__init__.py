@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
     args = list(argv[1:])
     try:
         if prog in SHELL_NAMES or not args or args[0] not in SUBCOMMANDS:
-            return _shell_main(prog, args)
+            return _shell_main(prog, args, argv[0] if argv else prog)
         from .commands import run_click
 
         return run_click(args)
@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
         return EXIT_INTERNAL
 
 
-def _shell_main(prog: str, args: list[str]) -> int:
+def _shell_main(prog: str, args: list[str], argv0: str) -> int:
     from .shell import parse_shell_args
 
     try:
@@ -89,4 +89,4 @@ def _shell_main(prog: str, args: list[str]) -> int:
         return 0
     from ..pipeline import run_shell
 
-    return run_shell(inv, prog=prog)
+    return run_shell(inv, prog=prog, argv0=argv0)
