@@ -20,14 +20,12 @@ Codes never appear in a message produced here.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import fnmatch
-import hmac
-import re
 from dataclasses import dataclass
 from typing import Sequence
-from urllib.parse import quote
+
+# base64, hmac and urllib.parse are imported inside the functions that use them:
+# the pipeline imports this module for ``is_gated`` on every command.
 
 DIGITS = 6
 """Length of a code."""
@@ -57,8 +55,6 @@ _TOOL_ALIASES = {
     "file.ls": "file_list", "file.list": "file_list", "list_dir": "file_list", "file_ls": "file_list",
     "file.delete": "file_delete",
 }
-
-_CODE_RE = re.compile(r"^[0-9]{%d}$" % DIGITS)
 
 
 class OtpCodeFormatError(ValueError):
@@ -95,13 +91,15 @@ def normalize_code(code: str) -> str:
     """Strip spaces a human may type (``123 456``); raise :class:`OtpCodeFormatError`
     unless exactly six ASCII digits remain."""
     cleaned = "".join(str(code).split())
-    if not _CODE_RE.match(cleaned):
+    if len(cleaned) != DIGITS or not (cleaned.isascii() and cleaned.isdigit()):
         raise OtpCodeFormatError(f"an OTP code is {DIGITS} digits (got {len(cleaned)} characters)")
     return cleaned
 
 
 def encode_secret(raw: bytes) -> str:
     """Base32 text of ``raw`` without padding (what authenticator apps expect)."""
+    import base64
+
     return base64.b32encode(raw).decode("ascii").rstrip("=")
 
 
@@ -110,6 +108,9 @@ def decode_secret(text: str) -> bytes:
 
     Raises ``ValueError`` when the text is not base32 or shorter than 80 bits.
     """
+    import base64
+    import binascii
+
     cleaned = "".join(text.split()).upper().rstrip("=")
     cleaned += "=" * (-len(cleaned) % 8)
     try:
@@ -123,6 +124,8 @@ def decode_secret(text: str) -> bytes:
 
 def provisioning_uri(secret_b32: str, account: str, issuer: str = ISSUER) -> str:
     """The ``otpauth://totp/...`` URI an authenticator app scans."""
+    from urllib.parse import quote
+
     label = quote(f"{issuer}:{account}", safe="@:")
     params = f"secret={secret_b32}&issuer={quote(issuer, safe='')}&algorithm=SHA1&digits={DIGITS}&period={STEP_SECONDS}"
     return f"otpauth://totp/{label}?{params}"
@@ -156,6 +159,8 @@ def check(secret: bytes, code: str, now: float, state: OtpState) -> OtpCheck:
     ``state.last_step`` (single use).  A wrong or replayed code counts as a failure; the
     :data:`MAX_FAILURES`-th failure locks verification for :data:`LOCKOUT_SECONDS`.
     """
+    import hmac
+
     if state.locked_until is not None and now < state.locked_until:
         wait = int(state.locked_until - now + 0.999)
         return OtpCheck(False, state, f"OTP locked after {MAX_FAILURES} wrong codes; try again in {wait}s")
