@@ -297,7 +297,7 @@ def _gate(verdict: Verdict, call: ShellCall, policy: Policy, phash: str, store: 
     result = obtain_approval(
         store, command=call.command, cwd=call.cwd, session=call.session, score=verdict.score,
         reason=reason_text(verdict), policy_hash=phash, gated=gated,
-        timeout=policy.approval_timeout_seconds, emit=emit,
+        timeout=policy.approval_timeout_seconds, emit=emit, risk=verdict.risk.value,
     )
     info = {"token": result.token, "decision": result.scope or ("allow" if result.allowed else "deny"),
             "by": result.by, "message": None if result.allowed else result.message}
@@ -314,7 +314,9 @@ def _launch_plan(call: ShellCall, policy: Policy, ctx: EvalContext, verdict: Ver
     spec = sandbox.build_spec(policy, ctx, verdict, environ, _bookkeeping_files(call.command))
     probe = probe_host(home.cache)
     plan = sandbox.plan(spec, call.argv, probe)
-    extra = ((INSIDE_ENV, "1"), ("CLAWSHELL_SESSION", call.session), ("CLAWSHELL_CWD", call.workspace))
+    depth = str(int(environ.get("CLAWSHELL_DEPTH", "0") or 0) + 1)
+    extra = ((INSIDE_ENV, "1"), ("CLAWSHELL_DEPTH", depth), ("CLAWSHELL_SESSION", call.session),
+             ("CLAWSHELL_CWD", call.workspace))
     plan = replace(plan, env=tuple(kv for kv in plan.env if kv[0] not in dict(extra)) + extra)
     return plan, sandbox.scrubbed_secrets(environ, policy)
 
@@ -432,3 +434,414 @@ def _emit_receipt(store: Any, home: Home, appended: Any, policy: Policy, emit: C
 def _utc(ts: float) -> str:
     t = time.gmtime(ts)
     return time.strftime("%Y-%m-%dT%H:%M:%S", t) + f".{int((ts % 1) * 1000):03d}Z"
+
+
+# --------------------------------------------------------------------------- integrations
+# File tools, captured runs (MCP) and judge-only calls (hooks).  Same steps as
+# ``execute``: e-stop, policy, approval gate, audit entry, receipt.
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What one file-tool call did."""
+
+    status: int
+    """0 done, 1 failed (not found, edit text missing...), 126 refused."""
+    output: bytes
+    """Bytes for the agent (read / ls), leak-masked; empty otherwise."""
+    message: str | None
+    """The tagged refusal or error line, None on success."""
+    receipt: str | None
+    """The receipt line (None when ``[receipts] emit = "none"``)."""
+    verdict: Verdict | None
+    """The verdict acted on (after the approval gate), None when nothing was judged."""
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Op-specific facts: ``bytes``, ``created``, ``replacements``, ``lines``, ``more``, ``entries``."""
+
+
+FILE_OPS: dict[str, str] = {"read": "read", "write": "write", "edit": "edit", "ls": "list", "list": "list"}
+"""File-tool verbs and the engine op each one is judged as."""
+
+
+def receipt_for(store: Any, home: Home, appended: Any, policy: Policy, emit: Callable[[str], None] | None) -> str | None:
+    """The receipt line of ``appended``, delivered like ``execute`` delivers it when
+    ``emit`` is given; None when the policy says ``emit = "none"``."""
+    from .audit import AuditLog
+
+    where = policy.receipts_emit
+    if where == "none":
+        return None
+    line = AuditLog(store, home).receipt_line(appended)
+    if emit is not None:
+        if where.startswith("fd:"):
+            try:
+                os.write(int(where[3:]), (line + "\n").encode())
+            except (OSError, ValueError):
+                emit(line)
+        else:
+            emit(line)
+    return line
+
+
+def with_escape(verdict: Verdict, path: str, reason: str) -> Verdict:
+    """``verdict`` made a DENY by the file tools' workspace confinement."""
+    from .filetools import ESCAPE_RULE
+    from .model import Evidence
+
+    ev = Evidence(rule=ESCAPE_RULE, decision=Decision.DENY, reason=reason, matched=path,
+                  alternative="work on files inside the workspace")
+    return replace(verdict, decision=Decision.DENY, evidence=(ev, *verdict.evidence))
+
+
+def combine_verdicts(verdicts: list[Verdict]) -> Verdict:
+    """One verdict for several actions judged together: the strictest decision, the
+    highest score, all evidence (strictest first)."""
+    if not verdicts:
+        raise ValueError("combine_verdicts needs at least one verdict")
+    if len(verdicts) == 1:
+        return verdicts[0]
+    top = max(verdicts, key=lambda v: (v.decision, v.score))
+    evidence = sorted((e for v in verdicts for e in v.evidence), key=lambda e: -int(e.decision))
+    return replace(top, decision=max(v.decision for v in verdicts), score=max(v.score for v in verdicts),
+                   evidence=tuple(evidence), network=any(v.network for v in verdicts),
+                   extra_writable=tuple(dict.fromkeys(p for v in verdicts for p in v.extra_writable)))
+
+
+def _estop_verdict(reason: str) -> Verdict:
+    from .model import Evidence, RiskLevel
+
+    return Verdict(decision=Decision.DENY, score=0, risk=RiskLevel.LOW,
+                   evidence=(Evidence(rule="estop.engaged", decision=Decision.DENY, reason=reason),))
+
+
+def execute_file(op: str, path: str, *, workspace: str, session: str, cwd: str | None = None,
+                 policy_selector: str | None = None, content: bytes | None = None, old: str | None = None,
+                 new: str | None = None, replace_all: bool = False, offset: int | None = None,
+                 limit: int | None = None, numbered: bool = True, tool: str | None = None,
+                 emit: Callable[[str], None] = err, deliver_receipt: bool = True,
+                 use_openat2: bool | None = None) -> FileResult:
+    """Judge, (approve), perform and record one file-tool call confined to ``workspace``.
+
+    ``op``: ``read`` (``offset``/``limit`` in lines, output numbered like Claude's Read
+    unless ``numbered=False``), ``write`` (``content``), ``edit`` (``old`` -> ``new``,
+    ``replace_all``), ``ls``.  Paths are relative to ``cwd`` (default: the workspace).
+    A path outside the workspace, or resolving outside through a symlink (also one
+    swapped in mid-call), is refused with rule ``files.beneath_workspace`` and nothing
+    is touched.  Refusal and error lines go to ``emit``; so does the receipt when
+    ``deliver_receipt``.  Raises ConfigError / StoreError like ``execute``.
+    """
+    import hashlib
+
+    from . import filetools as ft
+    from .policy.engine import evaluate_file
+    from .policy.loader import load_policy, policy_hash
+
+    if op not in FILE_OPS:
+        raise UsageError(f"unknown file operation {op!r}: use read, write, edit or ls")
+    home = Home.from_env()
+    environ = os.environ
+    start = cwd or workspace
+    policy = load_policy(home, workspace, policy_selector)
+    phash = policy_hash(policy)
+    user_home = os.path.abspath(environ.get("HOME") or os.path.expanduser("~"))
+    abs_path, rel = ft.lexical_target(path, workspace, start, user_home)
+    call = ShellCall(command=f"file {op} {path}", argv=[], workspace=workspace, cwd=start, session=session,
+                     tool=tool or f"file.{'ls' if op == 'list' else op}")
+    args: dict[str, Any] = {"op": op, "path": path, "resolved": abs_path}
+    if op == "read":
+        args.update(offset=offset, limit=limit)
+    elif op == "write":
+        data = content or b""
+        args.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    elif op == "edit":
+        args.update(old_sha256=hashlib.sha256((old or "").encode("utf-8", "surrogateescape")).hexdigest(),
+                    new_sha256=hashlib.sha256((new or "").encode("utf-8", "surrogateescape")).hexdigest(),
+                    replace_all=replace_all)
+    receipt_emit = emit if deliver_receipt else None
+    store = _open_store(home)
+    record = _base_record(call, phash)
+    record["args"] = args
+    ws: Any = None
+
+    def finish(status: int, line: str | None, verdict: Verdict | None, outcome: str, *,
+               error: str | None = None, output: bytes = b"", detail: dict[str, Any] | None = None) -> FileResult:
+        record["outcome"] = outcome
+        record["error"] = error
+        record["exit"] = status if outcome != "refused" else None
+        record["duration"] = round(time.time() - record["_started"], 6)
+        if line:
+            emit(line)
+        appended = _append(store, home, record)
+        receipt = receipt_for(store, home, appended, policy, receipt_emit)
+        return FileResult(status, output, line, receipt, verdict, detail or {})
+
+    try:
+        try:
+            _refuse_if_stopped(store)
+        except RefusedError as exc:
+            verdict = _estop_verdict(str(exc))
+            record["decision"] = _verdict_record(verdict)
+            return finish(EXIT_DENIED, f"clawshell: denied: {exc}", verdict, "refused")
+        ctx = eval_context(workspace, start, home, session, environ)
+        verdict = evaluate_file(FILE_OPS[op], abs_path, policy, ctx)
+        if rel is None:
+            verdict = with_escape(verdict, abs_path, "file tools work only inside the workspace")
+        else:
+            try:
+                ws = ft.Workspace(workspace, use_openat2=use_openat2)
+            except ft.FileToolError as exc:
+                return finish(1, f"clawshell: file: {exc}", verdict, "failed", error=str(exc))
+            try:
+                ws.check(rel)
+            except ft.EscapeError as exc:
+                verdict = with_escape(verdict, abs_path, str(exc).split(": ", 1)[-1])
+            except ft.FileToolError:
+                pass  # a plain failure (missing parent...) shows up when the op runs
+        record["decision"] = _verdict_record(verdict)
+        verdict, approval = _gate(verdict, call, policy, phash, store, emit)
+        record["approval"] = approval
+        if verdict.decision is not Decision.ALLOW:
+            return finish(EXIT_DENIED, verdict_line(verdict, approval), verdict, "refused")
+        assert ws is not None and rel is not None
+        detail: dict[str, Any] = {}
+        try:
+            if op == "read":
+                got = ws.read_lines(rel, offset, limit, policy.max_output_bytes)
+                raw = ft.number_lines(got.data, got.first_line) if numbered else got.data
+                detail = {"lines": got.lines, "first_line": got.first_line, "more": got.more, "size": got.size}
+            elif op in ("ls", "list"):
+                entries, cut = ws.list(rel)
+                raw = ft.format_listing(entries, cut)
+                detail = {"entries": len(entries), "more": cut}
+            elif op == "write":
+                wrote = ws.write_atomic(rel, content or b"")
+                raw = b""
+                detail = {"bytes": wrote.bytes, "created": wrote.created, "path": wrote.path}
+            else:
+                if old is None or new is None:
+                    raise UsageError("edit needs the old and the new text")
+                wrote, count = ws.edit(rel, old, new, replace_all=replace_all)
+                raw = b""
+                detail = {"replacements": count, "bytes": wrote.bytes, "path": wrote.path}
+        except ft.EscapeError as exc:
+            # The path changed under us (a symlink swapped in): the kernel refused.
+            verdict = with_escape(verdict, abs_path, str(exc).split(": ", 1)[-1])
+            record["decision"] = _verdict_record(verdict)
+            return finish(EXIT_DENIED, verdict_line(verdict, None), verdict, "refused")
+        except ft.FileToolError as exc:
+            return finish(1, f"clawshell: file: {exc}", verdict, "failed", error=str(exc))
+        record["stdout_sha256"] = hashlib.sha256(raw).hexdigest()
+        output = raw
+        if raw and policy.leak_detection:
+            output, findings = _scan_output(raw, policy, environ)
+            if findings:
+                from .leaks import redaction_line
+
+                emit(redaction_line(list(findings)))
+                record["leaks"] = [{"kind": f.kind, "stream": "stdout", "offset": f.offset, "length": f.length}
+                                   for f in findings]
+        return finish(0, None, verdict, "ran", output=output, detail=detail)
+    finally:
+        if ws is not None:
+            ws.close()
+        store.close()
+
+
+def _scan_output(data: bytes, policy: Policy, environ: Mapping[str, str]) -> tuple[bytes, tuple[Any, ...]]:
+    """Mask secrets in tool output that does not come from the runner (file reads)."""
+    from . import sandbox
+    from .leaks import LeakSettings, scan_bytes
+
+    settings = LeakSettings.from_policy(policy)
+    known = sandbox.scrubbed_secrets(environ, policy)
+    masked, findings = scan_bytes(data, settings, known)
+    return masked, tuple(findings)
+
+
+@dataclass(frozen=True)
+class CapturedRun:
+    """A shell command run with its output captured (for the MCP server)."""
+
+    status: int
+    """Exit status (126 refused)."""
+    stdout: bytes
+    """Leak-masked stdout."""
+    stderr: bytes
+    """Leak-masked stderr."""
+    receipt: str | None
+    """The receipt line (None when receipts are off)."""
+    refusal: str | None
+    """The tagged refusal line, None when the command ran."""
+    notices: tuple[str, ...] = ()
+    """Other tagged lines clawshell emitted (redactions, injection flags, approval)."""
+    verdict: Verdict | None = None
+    """The verdict acted on."""
+    timed_out: bool = False
+    """True when the timeout killed the command."""
+
+
+def run_captured(command: str, *, workspace: str, session: str, cwd: str | None = None,
+                 policy_selector: str | None = None, timeout: float | None = None, tool: str = "mcp.shell",
+                 emit: Callable[[str], None] | None = None, max_capture: int | None = None) -> CapturedRun:
+    """Run ``command`` like ``execute`` does (e-stop, judge, approval, sandbox, leaks,
+    audit) with stdin from /dev/null and stdout/stderr captured.
+
+    ``timeout`` (seconds) can only shorten the policy's.  ``emit`` sees every tagged
+    line as it is produced (the approval line among them, so a caller can ask the
+    human through its own channel while the queue waits).  Raises ConfigError /
+    StoreError like ``execute``.
+    """
+    import tempfile
+
+    from .policy.loader import load_policy, policy_hash
+
+    home = Home.from_env()
+    environ = os.environ
+    start = cwd or workspace
+    notices: list[str] = []
+
+    def note(line: str) -> None:
+        notices.append(line)
+        if emit is not None:
+            emit(line)
+
+    policy = load_policy(home, workspace, policy_selector)
+    phash = policy_hash(policy)
+    real_shell = locate_real_shell("bash", environ)
+    call = ShellCall(command=command, argv=[real_shell, "-c", command, "bash"], workspace=workspace, cwd=start,
+                     session=session, tool=tool)
+    store = _open_store(home)
+    record = _base_record(call, phash)
+    if timeout is not None:
+        record["args"] = {"timeout": timeout}
+
+    def refused(line: str, verdict: Verdict | None, *, outcome: str = "refused", error: str | None = None) -> CapturedRun:
+        record["outcome"] = outcome
+        record["error"] = error
+        record["duration"] = round(time.time() - record["_started"], 6)
+        note(line)
+        appended = _append(store, home, record)
+        receipt = receipt_for(store, home, appended, policy, None)
+        return CapturedRun(EXIT_DENIED, b"", b"", receipt, line, tuple(notices[:-1]), verdict)
+
+    try:
+        try:
+            _refuse_if_stopped(store)
+        except RefusedError as exc:
+            verdict = _estop_verdict(str(exc))
+            record["decision"] = _verdict_record(verdict)
+            return refused(f"clawshell: denied: {exc}", verdict)
+        ctx = eval_context(workspace, start, home, session, environ)
+        verdict = judge(command, policy, ctx, home)
+        record["decision"] = _verdict_record(verdict)
+        verdict, approval = _gate(verdict, call, policy, phash, store, note)
+        record["approval"] = approval
+        if verdict.decision is not Decision.ALLOW:
+            return refused(verdict_line(verdict, approval), verdict)
+        try:
+            plan, known_secrets = _launch_plan(call, policy, ctx, verdict, home, environ)
+        except SandboxUnavailableError as exc:
+            return refused(f"clawshell: sandbox: {exc}", verdict, outcome="failed", error=str(exc))
+        if timeout is not None and timeout > 0:
+            plan = replace(plan, timeout=min(plan.timeout or timeout, timeout))
+        cap = max_capture if max_capture is not None else policy.max_output_bytes
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errf:
+            devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                result = _run(plan, policy, known_secrets, store, session, devnull, out.fileno(), errf.fileno(), note)
+            finally:
+                os.close(devnull)
+            out.seek(0)
+            errf.seek(0)
+            stdout = out.read(cap)
+            stderr = errf.read(cap)
+        record.update(_result_record(result))
+        appended = _append(store, home, record)
+        receipt = receipt_for(store, home, appended, policy, None)
+        return CapturedRun(result.status, stdout, stderr, receipt, None, tuple(notices), verdict, result.timed_out)
+    finally:
+        store.close()
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A decision taken without running anything (hooks)."""
+
+    verdict: Verdict
+    """The combined verdict of every action judged."""
+    line: str | None
+    """The tagged refusal / approval-required line; None when allowed."""
+    receipt: str | None
+    """The receipt of the audit entry, when one was written and receipts are on."""
+
+
+def judge_actions(actions: list[tuple[str, str]], *, tool: str, workspace: str, session: str,
+                  cwd: str | None = None, policy_selector: str | None = None, subject: str | None = None,
+                  args: dict[str, Any] | None = None, wait_approval: bool = False,
+                  approval_timeout: float | None = None, emit: Callable[[str], None] = err) -> Judgement:
+    """Judge shell commands and file operations together and record one audit entry.
+
+    ``actions`` are ``("shell", command)`` or ``(op, path)`` with op one of the engine's
+    file ops (read, write, edit, list, delete); relative paths are taken from ``cwd``.
+    The strictest decision wins; an engaged e-stop is a deny.  With ``wait_approval``
+    an APPROVE goes through the approval queue like ``execute`` (the human decides
+    with ``clawshell approve``; ``approval_timeout`` can only shorten the policy's
+    wait) and the result is ALLOW or DENY; without it APPROVE is returned for the
+    caller's own channel (a hook's ``ask``).  The entry's outcome is ``refused`` for
+    a deny and ``judged`` otherwise: nothing runs here.
+    """
+    from .policy.engine import evaluate_file
+    from .policy.loader import load_policy, policy_hash
+
+    if not actions:
+        raise UsageError("nothing to judge")
+    home = Home.from_env()
+    environ = os.environ
+    start = cwd or workspace
+    policy = load_policy(home, workspace, policy_selector)
+    phash = policy_hash(policy)
+    if approval_timeout is not None:
+        policy = replace(policy, approval_timeout_seconds=min(policy.approval_timeout_seconds, approval_timeout))
+    text = subject or "\n".join(what if kind == "shell" else f"{kind} {what}" for kind, what in actions)
+    call = ShellCall(command=text, argv=[], workspace=workspace, cwd=start, session=session, tool=tool)
+    store = _open_store(home)
+    record = _base_record(call, phash)
+    record["args"] = dict(args or {}, actions=[list(a) for a in actions])
+    try:
+        approval: dict[str, Any] | None = None
+        try:
+            _refuse_if_stopped(store)
+            stopped = None
+        except RefusedError as exc:
+            stopped = str(exc)
+        if stopped is not None:
+            verdict = _estop_verdict(stopped)
+            record["decision"] = _verdict_record(verdict)
+            line: str | None = f"clawshell: denied: {stopped}"
+        else:
+            ctx = eval_context(workspace, start, home, session, environ)
+            user_home = os.path.abspath(environ.get("HOME") or os.path.expanduser("~"))
+            verdicts = []
+            for kind, what in actions:
+                if kind == "shell":
+                    verdicts.append(judge(what, policy, ctx, home))
+                    continue
+                target = what
+                if target == "~" or target.startswith("~/"):
+                    target = user_home + target[1:]
+                elif not target.startswith("/"):
+                    target = os.path.join(start, target)
+                verdicts.append(evaluate_file(kind, os.path.normpath(target), policy, ctx))
+            verdict = combine_verdicts(verdicts)
+            record["decision"] = _verdict_record(verdict)
+            if wait_approval:
+                verdict, approval = _gate(verdict, call, policy, phash, store, emit)
+            line = None if verdict.decision is Decision.ALLOW else verdict_line(verdict, approval)
+        record["approval"] = approval
+        record["outcome"] = "refused" if verdict.decision is Decision.DENY else "judged"
+        record["duration"] = round(time.time() - record["_started"], 6)
+        appended = _append(store, home, record)
+        receipt = receipt_for(store, home, appended, policy, None)
+        return Judgement(verdict, line, receipt)
+    finally:
+        store.close()

@@ -96,7 +96,7 @@ def check(command: str, cwd: str | None, policy: str | None, as_json: bool) -> N
 def run_click(args: list[str]) -> int:
     """Run the click group on ``args``; map errors to exit codes and one-line messages."""
     try:
-        cli.main(args=args, prog_name="clawshell", standalone_mode=False)
+        rv = cli.main(args=args, prog_name="clawshell", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
@@ -109,4 +109,5 @@ def run_click(args: list[str]) -> int:
         return code if isinstance(code, int) else (0 if code is None else 1)
     except ClawshellError:
         raise
-    return 0
+    # With standalone_mode=False click returns ctx.exit(n)'s code instead of raising.
+    return rv if isinstance(rv, int) else 0
