@@ -845,3 +845,47 @@ def judge_actions(actions: list[tuple[str, str]], *, tool: str, workspace: str, 
         return Judgement(verdict, line, receipt)
     finally:
         store.close()
+
+
+def register_session(sid: str, *, task: str | None, cwd: str, created: float | None = None) -> None:
+    """Store a session (id, task, cwd, created) in the ``sessions`` table."""
+    home = Home.from_env()
+    store = _open_store(home)
+    try:
+        with store.transaction() as cur:
+            cur.execute("INSERT INTO sessions(id, task, cwd, created) VALUES (?, ?, ?, ?)",
+                        (sid, task, cwd, time.time() if created is None else created))
+    finally:
+        store.close()
+
+
+def record_refusal(*, tool: str, subject: str, reason: str, workspace: str, session: str,
+                   cwd: str | None = None, policy_selector: str | None = None,
+                   args: dict[str, Any] | None = None) -> str | None:
+    """Best-effort audit entry for a call refused before it could be judged (a hook
+    payload that does not parse).  Returns the receipt line, or None when nothing
+    could be recorded; never raises."""
+    try:
+        from .model import Evidence, RiskLevel
+        from .policy.loader import load_policy, policy_hash
+
+        home = Home.from_env()
+        policy = load_policy(home, workspace, policy_selector)
+        call = ShellCall(command=subject, argv=[], workspace=workspace, cwd=cwd or workspace, session=session,
+                         tool=tool)
+        verdict = Verdict(decision=Decision.DENY, score=0, risk=RiskLevel.LOW,
+                          evidence=(Evidence(rule="input.malformed", decision=Decision.DENY, reason=reason),))
+        store = _open_store(home)
+        try:
+            record = _base_record(call, policy_hash(policy))
+            record["args"] = dict(args or {})
+            record["decision"] = _verdict_record(verdict)
+            record["outcome"] = "refused"
+            record["error"] = reason
+            record["duration"] = round(time.time() - record["_started"], 6)
+            appended = _append(store, home, record)
+            return receipt_for(store, home, appended, policy, None)
+        finally:
+            store.close()
+    except Exception:
+        return None
