@@ -25,15 +25,13 @@ Definitions (version 1; ``docs/audit.md`` is the reference for other implementat
 
 from __future__ import annotations
 
-import base64
 import enum
 import hashlib
 import hmac as _hmac
 import json
-import math
 import re
-from dataclasses import dataclass, fields, is_dataclass
-from typing import Any, Mapping
+from dataclasses import fields, is_dataclass
+from typing import Any, Callable, Mapping, NamedTuple
 
 from .errors import UsageError
 
@@ -83,6 +81,9 @@ def canonical_json(value: Any) -> str:
     return _encoder.encode(value)
 
 
+_INF = float("inf")
+
+
 def _text(value: str) -> Any:
     if value.isascii():
         return value
@@ -92,7 +93,13 @@ def _text(value: str) -> Any:
     except UnicodeEncodeError:
         raw = value.encode("utf-8", "surrogatepass") if not _only_escapes(value) \
             else value.encode("utf-8", "surrogateescape")
-        return {BYTES_KEY: base64.b64encode(raw).decode("ascii")}
+        return {BYTES_KEY: _b64(raw)}
+
+
+def _b64(raw: bytes) -> str:
+    import base64  # rare path: keep it off the import cost of every command
+
+    return base64.b64encode(raw).decode("ascii")
 
 
 def _only_escapes(value: str) -> bool:
@@ -107,7 +114,7 @@ def _bytes(value: bytes) -> Any:
     try:
         return value.decode("utf-8")
     except UnicodeDecodeError:
-        return {BYTES_KEY: base64.b64encode(value).decode("ascii")}
+        return {BYTES_KEY: _b64(value)}
 
 
 def _key(key: Any) -> str:
@@ -147,9 +154,11 @@ def normalize(value: Any) -> Any:
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        if math.isfinite(value):
-            return float(value)
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        if value != value:
+            return "NaN"
+        if value in (_INF, -_INF):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float(value)
     if isinstance(value, Mapping):
         return {_key(k): normalize(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -181,6 +190,8 @@ def decode_text(value: Any) -> str:
     """Display form of a body text value: ``$b64`` objects decoded with surrogateescape."""
     if isinstance(value, dict) and set(value) == {BYTES_KEY} and isinstance(value[BYTES_KEY], str):
         try:
+            import base64
+
             return base64.b64decode(value[BYTES_KEY], validate=True).decode("utf-8", "surrogateescape")
         except (ValueError, UnicodeDecodeError):
             return str(value)
@@ -192,17 +203,23 @@ def decode_text(value: Any) -> str:
 # --------------------------------------------------------------------------- chain
 
 
-def entry_material(seq: int, prev_hash: str, key_id: str, body: str) -> bytes:
+def _json_bytes(value: str) -> bytes:
+    if value.isascii() and value.isalnum():  # hex hashes and key ids: nothing to escape
+        return b'"%s"' % value.encode("ascii")
+    return _encoder.encode(value).encode("ascii")
+
+
+def entry_material(seq: int, prev_hash: str, key_id: str, body: str | bytes) -> bytes:
     """The bytes an entry hash is taken over (domain tag + canonical JSON).
 
     Equal to ``ENTRY_DOMAIN + canonical_json({"body": json.loads(body), "key_id":
-    key_id, "prev_hash": prev_hash, "seq": seq, "v": 1})`` when ``body`` is canonical.
+    key_id, "prev_hash": prev_hash, "seq": seq, "v": 1})`` when ``body`` is canonical
+    (given as text, or as its UTF-8 bytes).
     """
-    return b"".join((
-        ENTRY_DOMAIN, b'{"body":', body.encode("utf-8"), b',"key_id":', _encoder.encode(key_id).encode("ascii"),
-        b',"prev_hash":', _encoder.encode(prev_hash).encode("ascii"), b',"seq":', str(int(seq)).encode("ascii"),
-        b',"v":1}',
-    ))
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogatepass")
+    return b'%s{"body":%s,"key_id":%s,"prev_hash":%s,"seq":%d,"v":1}' % (
+        ENTRY_DOMAIN, body, _json_bytes(key_id), _json_bytes(prev_hash), int(seq))
 
 
 def entry_hash(seq: int, prev_hash: str, key_id: str, body: str) -> str:
@@ -213,6 +230,34 @@ def entry_hash(seq: int, prev_hash: str, key_id: str, body: str) -> str:
 def receipt_hmac(key: bytes, entry_hash_hex: str) -> str:
     """Hex HMAC-SHA256 receipt over an entry hash."""
     return _hmac.digest(key, RECEIPT_DOMAIN + entry_hash_hex.encode("ascii"), "sha256").hex()
+
+
+_IPAD = bytes(x ^ 0x36 for x in range(256))
+_OPAD = bytes(x ^ 0x5C for x in range(256))
+
+
+def receipt_hmac_function(key: bytes) -> Callable[[str], str]:
+    """A fast :func:`receipt_hmac` for one key, for checking many entries.
+
+    HMAC's keyed inner and outer SHA-256 states (and the domain tag) are computed
+    once and copied per entry: about three times faster than ``hmac.digest``, which
+    re-keys on every call.  Same results as :func:`receipt_hmac`.
+    """
+    if len(key) > 64:
+        key = hashlib.sha256(key).digest()
+    block = key.ljust(64, b"\0")
+    inner = hashlib.sha256(block.translate(_IPAD))
+    inner.update(RECEIPT_DOMAIN)
+    outer = hashlib.sha256(block.translate(_OPAD))
+
+    def mac(entry_hash_hex: str) -> str:
+        i = inner.copy()
+        i.update(entry_hash_hex.encode("ascii", "surrogateescape"))
+        o = outer.copy()
+        o.update(i.digest())
+        return o.hexdigest()
+
+    return mac
 
 
 def key_id_for(key: bytes) -> str:
@@ -227,15 +272,16 @@ def checkpoint_message(seq: int, entry_hash_hex: str) -> bytes:
 
 def constant_time_equal(a: str, b: str) -> bool:
     """Compare two hex strings without leaking where they differ."""
-    return _hmac.compare_digest(a.encode("ascii", "replace"), b.encode("ascii", "replace"))
+    if a.isascii() and b.isascii():
+        return _hmac.compare_digest(a, b)
+    return _hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
 
 
 # --------------------------------------------------------------------------- receipt line
 
 
-@dataclass(frozen=True)
-class ReceiptLine:
-    """The parts of one receipt line."""
+class ReceiptLine(NamedTuple):
+    """The parts of one receipt line (immutable; a NamedTuple to stay cheap to import)."""
 
     version: int
     """Format version (1)."""

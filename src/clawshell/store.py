@@ -103,6 +103,43 @@ def _mode(st: os.stat_result) -> str:
     return f"{stat.S_IMODE(st.st_mode):04o}"
 
 
+def make_private_dir(path: str) -> None:
+    """Create ``path`` (and missing parents) with mode 0700 for every directory made.
+
+    ``os.makedirs(mode=...)`` applies the mode to the leaf only; parents made on the
+    way would get the umask's default (usually 0755).
+    """
+    parent = os.path.dirname(path)
+    if parent and parent != path and not os.path.isdir(parent):
+        make_private_dir(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return
+    os.chmod(path, 0o700)  # whatever the umask
+
+
+def _unwritable(path: str, st: os.stat_result, what: str, need: int) -> str | None:
+    """Why ``path`` cannot be written, or None.
+
+    Root passes every permission check, so the owner's write bit is looked at too: a
+    file or directory someone made read-only is refused, not silently written.
+    """
+    tail = "cannot record, so nothing runs"
+    if not st.st_mode & stat.S_IWUSR:
+        return f"{path}: {what} is read-only (mode {_mode(st)}); {tail}"
+    if os.access(path, need):
+        return None
+    try:
+        read_only_fs = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_fs = False
+    if read_only_fs:
+        return f"{path}: {what} is on a read-only file system; {tail}"
+    return (f"{path}: {what} is not writable by uid {os.geteuid()} (mode {_mode(st)}, owner uid {st.st_uid}); "
+            f"{tail}")
+
+
 class Store:
     """An open connection to the database of one clawshell home.
 
@@ -167,17 +204,16 @@ class Store:
         try:
             st = os.stat(storage)
         except FileNotFoundError:
-            home.zone("storage")  # creates the home and the zone, 0700
+            make_private_dir(home.root)
+            make_private_dir(storage)
             st = os.stat(storage)
         if not stat.S_ISDIR(st.st_mode):
             raise StoreError(f"{storage}: exists and is not a directory")
         if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
             os.chmod(storage, 0o700)
-        # Root passes every permission check, so look at the mode bits too: a file or
-        # directory someone made read-only is refused, not silently written.
-        if not (st.st_mode & stat.S_IWUSR) or not os.access(storage, os.W_OK | os.X_OK):
-            raise StoreError(f"{storage}: storage directory is read-only (mode {_mode(st)}); "
-                             "cannot record, so nothing runs")
+        problem = _unwritable(storage, st, "storage directory", os.W_OK | os.X_OK)
+        if problem:
+            raise StoreError(problem)
         try:
             fst = os.stat(path)
         except FileNotFoundError:
@@ -189,9 +225,9 @@ class Store:
             fst = os.stat(path)
         if not stat.S_ISREG(fst.st_mode):
             raise StoreError(f"{path}: exists and is not a regular file")
-        if not (fst.st_mode & stat.S_IWUSR) or not os.access(path, os.R_OK | os.W_OK):
-            raise StoreError(f"{path}: database file is read-only (mode {_mode(fst)}); "
-                             "cannot record, so nothing runs")
+        problem = _unwritable(path, fst, "database file", os.R_OK | os.W_OK)
+        if problem:
+            raise StoreError(problem)
         if fst.st_uid == os.geteuid() and stat.S_IMODE(fst.st_mode) & 0o077:
             os.chmod(path, 0o600)
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
