@@ -114,8 +114,11 @@ def openat2(dirfd: int, path: str | bytes, flags: int, mode: int = 0, resolve: i
     resolving ``..``) is retried a few times, as the kernel documentation advises.
     """
     raw = os.fsencode(path)
-    how = OpenHow(flags=flags | os.O_CLOEXEC, mode=mode if flags & (os.O_CREAT | getattr(os, "O_TMPFILE", 0)) else 0,
-                  resolve=resolve)
+    tmpfile = getattr(os, "O_TMPFILE", 0)
+    # The kernel rejects a mode (EINVAL) unless the call can create a file; O_TMPFILE
+    # includes O_DIRECTORY's bit, so test it whole.
+    creates = bool(flags & os.O_CREAT) or (tmpfile != 0 and flags & tmpfile == tmpfile)
+    how = OpenHow(flags=flags | os.O_CLOEXEC, mode=mode if creates else 0, resolve=resolve)
     call = _syscall()
     for _ in range(8):
         fd = call(ctypes.c_long(SYS_OPENAT2), ctypes.c_int(dirfd), ctypes.c_char_p(raw),
