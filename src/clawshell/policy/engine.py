@@ -182,6 +182,7 @@ class _State:
     extra_writable: list[str] = field(default_factory=list)
     network: bool = False
     real_memo: dict[str, str] = field(default_factory=dict)
+    unwrapped: frozenset[tuple[str, ...]] = frozenset()
 
     @property
     def autonomy(self) -> Autonomy:
@@ -401,7 +402,8 @@ def _command(st: _State, cmd: SimpleCommand, depth: int = 0) -> None:
 
     for aname, avalue in facts.assignments:
         st.check_assignment(aname, avalue, matched)
-    if facts.inner and depth < 8:
+    if facts.inner and depth < 8 and facts.inner not in st.unwrapped:
+        # the parser normally unwraps wrappers itself; this covers any it left folded
         inner = SimpleCommand(argv=facts.inner, via=cmd.via + (facts.wrapper,), text=matched)
         _command(st, inner, depth + 1)
 
@@ -434,13 +436,17 @@ def _command(st: _State, cmd: SimpleCommand, depth: int = 0) -> None:
         for m in _INLINE_PATH.finditer(cmd.inline_code[1]):
             st.check_path(m.group(0), scores.READ, matched)
 
+    if facts.inner is not None and not wrote_redirect:
+        # a wrapper (sudo, env, timeout, xargs ...) scores as the command it wraps
+        return
     if wrote_redirect and scores.default_score(action) < scores.default_score("bash_write"):
         action = "bash_write"
     score = scores.score_of(action, c.overrides)
     if allow_rule is not None and allow_rule.rule.score is not None:
         action, score = allow_rule.rule.id, allow_rule.rule.score
-    st.parts.append((action, score))
-    st.parts.extend(rule_scores)
+    # one part per simple command: its action, or a matched rule scoring higher
+    part = max([(action, score), *rule_scores], key=lambda x: x[1])
+    st.parts.append(part)
     desc = scores.ACTIONS[action][1] if action in scores.ACTIONS else f"rule {action}"
     st.add("actions.score", st.score_decision(score), f"{action} scores {score}: {desc}", matched, score)
 
@@ -485,6 +491,7 @@ def evaluate(parsed: ParseResult, policy: Policy, ctx: EvalContext) -> Verdict:
     """Decide a parsed shell command under ``policy`` in ``ctx`` (pure; never raises
     for any ``ParseResult``)."""
     st = _state(policy, ctx)
+    st.unwrapped = frozenset(c.argv for c in parsed.commands if c.via)
     if not tool_allowed(policy, "shell"):
         st.add("tools.denied", Decision.DENY, "this project's policy does not allow shell commands", parsed.source)
     bomb = rules.fork_bomb(parsed)
