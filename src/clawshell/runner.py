@@ -22,7 +22,11 @@ Behaviour that keeps the shell a drop-in:
   ``err_fd`` and the pipes are closed as above.
 - ``plan.timeout``: the whole tree is killed (process group, every descendant found
   through ``/proc/PID/task/TID/children`` while we are the child subreaper, and the
-  cgroup when the plan names one); status 128+9 and ``timed_out``.
+  per-run cgroup when the plan asks for one); status 128+9 and ``timed_out``.
+- ``plan.preexec`` carries the in-child restrictions (applied through
+  ``sandbox.helper`` between fork and exec) and the host-side resources of the run
+  (pids cgroup or watchdog, private temp dir, protected-path mount points), which
+  are set up before the fork and released after the tree is dead.
 - When the command exits, whatever it left running in the background is ended too
   (what bwrap's PID namespace does anyway), so a stray daemon cannot keep the pipes
   open or outlive the audit record.
@@ -47,6 +51,7 @@ FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUI
 """Signals relayed to the child."""
 
 _CHUNK = 65536
+_WATCH_EVERY = 0.1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -287,17 +292,121 @@ def _shares_terminal_pgrp(stdin_fd: int) -> bool:
         return False
 
 
+class _Resources:
+    """Host-side resources a plan asks for around the run (``plan.preexec`` runner kinds).
+
+    - ``("cgroup", (parent, pids_max))``: a per-run cgroup with ``pids.max`` the child
+      joins; it bounds a fork bomb and lets a timeout kill every member.  If it cannot
+      be made, the process-count watchdog takes over.
+    - ``("pids_watchdog", pids_max)``: count the tree while pumping, kill it when over.
+    - ``("cleanup", dir)``: a private temp dir removed after the run.
+    - ``("placeholders", (lockfile, paths, mode))``: empty mount points for protected
+      paths that do not exist yet; made before the run under a shared lock on the
+      workspace and removed after it by the last run still using them.
+    """
+
+    _counter = 0
+
+    def __init__(self, steps: tuple[tuple[str, object], ...]):
+        self.cgroup: str | None = None
+        self.watchdog: int | None = None
+        self.cleanup: list[str] = []
+        self.placeholders: tuple[str, ...] = ()
+        self.lock_fd = -1
+        self.helper_steps = tuple(s for s in steps if s[0] not in
+                                  ("cgroup", "pids_watchdog", "cleanup", "placeholders"))
+        for kind, data in steps:
+            if kind == "cgroup":
+                parent, limit = data  # type: ignore[misc]
+                self.cgroup = self._make_cgroup(parent, limit)
+                if self.cgroup is None:
+                    self.watchdog = limit
+            elif kind == "pids_watchdog":
+                self.watchdog = data  # type: ignore[assignment]
+            elif kind == "cleanup":
+                self.cleanup.append(data)  # type: ignore[arg-type]
+            elif kind == "placeholders":
+                self._make_placeholders(*data)  # type: ignore[misc]
+
+    @classmethod
+    def _make_cgroup(cls, parent: str, limit: int) -> str | None:
+        cls._counter += 1
+        path = os.path.join(parent, f"clawshell-{os.getpid()}-{cls._counter}")
+        try:
+            os.mkdir(path)
+        except OSError:
+            return None
+        try:
+            with open(os.path.join(path, "pids.max"), "w") as fh:
+                fh.write(str(limit))
+        except OSError:
+            _rmdir_quiet(path)
+            return None
+        return path
+
+    def _make_placeholders(self, lockfile: str, paths: tuple[str, ...], mode: int) -> None:
+        import fcntl
+
+        os.makedirs(os.path.dirname(lockfile), mode=0o700, exist_ok=True)
+        self.lock_fd = os.open(lockfile, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self.lock_fd, fcntl.LOCK_SH)
+        made = []
+        for p in paths:
+            try:
+                os.mkdir(p, mode)
+                os.chmod(p, mode)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise SandboxUnavailableError(f"cannot create the mount point for protected path {p}: "
+                                              f"{exc.strerror}") from exc
+            made.append(p)
+        self.placeholders = tuple(made)
+
+    def release(self) -> None:
+        """Undo everything (after the tree is dead)."""
+        if self.cgroup:
+            _kill_cgroup(self.cgroup)
+            for _ in range(100):
+                if _rmdir_quiet(self.cgroup):
+                    break
+                time.sleep(0.005)
+        for d in self.cleanup:
+            import shutil
+
+            shutil.rmtree(d, ignore_errors=True)
+        if self.lock_fd >= 0:
+            import fcntl
+
+            try:
+                fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                pass  # another run still uses the mount points: it removes them
+            else:
+                for p in reversed(self.placeholders):
+                    _rmdir_quiet(p)
+            os.close(self.lock_fd)
+            self.lock_fd = -1
+
+
+def _rmdir_quiet(path: str) -> bool:
+    try:
+        os.rmdir(path)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def run(plan: LaunchPlan, *, stdout_filter: StreamFilter | None = None,
         stderr_filter: StreamFilter | None = None, stdin_fd: int = 0, out_fd: int = 1,
-        err_fd: int = 2, on_spawn: Callable[[int], None] | None = None,
-        cgroup: str | None = None) -> RunResult:
+        err_fd: int = 2, on_spawn: Callable[[int], None] | None = None) -> RunResult:
     """Run ``plan`` to completion and return what happened.
 
     ``on_spawn(pid)`` is called once the child exists (for the e-stop's table of live
-    runs).  ``cgroup``: a cgroup directory the child joins before it restricts itself
-    (pids limit, whole-tree kill); None for none.  Raises ``SandboxUnavailableError``
-    when an in-child restriction of ``plan.preexec`` could not be applied: then the
-    command never ran.
+    runs).  Raises ``SandboxUnavailableError`` when an in-child restriction of
+    ``plan.preexec`` could not be applied: then the command never ran.
     """
     start = time.monotonic()
     env = dict(plan.env)
@@ -308,17 +417,29 @@ def run(plan: LaunchPlan, *, stdout_filter: StreamFilter | None = None,
         empty = hashlib.sha256(b"").hexdigest()
         return RunResult(status=127, duration=time.monotonic() - start, stdout_sha256=empty,
                          stderr_sha256=empty, layers=plan.layers)
+    res = _Resources(plan.preexec)
+    try:
+        return _run(plan, exe, res, stdout_filter, stderr_filter, stdin_fd, out_fd, err_fd, on_spawn, start)
+    finally:
+        res.release()
 
+
+def _run(plan: LaunchPlan, exe: str, res: _Resources, stdout_filter: StreamFilter | None,
+         stderr_filter: StreamFilter | None, stdin_fd: int, out_fd: int, err_fd: int,
+         on_spawn: Callable[[int], None] | None, start: float) -> RunResult:
+    """Fork, exec and pump (``run`` without the resource bookkeeping)."""
+    cgroup = res.cgroup
     preexec_fn: Callable[[], None] | None = None
-    if plan.preexec or cgroup:
+    if res.helper_steps or cgroup:
         from .sandbox import helper
 
-        steps = plan.preexec
+        steps = res.helper_steps
 
         def preexec_fn() -> None:
             if cgroup:
                 helper.join_cgroup(cgroup)
-            helper.apply_steps(steps)
+            if steps:
+                helper.apply_steps(steps)
 
     own_pgrp = not _shares_terminal_pgrp(stdin_fd)
     r_out, w_out = os.pipe()
@@ -396,7 +517,7 @@ def run(plan: LaunchPlan, *, stdout_filter: StreamFilter | None = None,
         if on_spawn is not None:
             on_spawn(pid)
         return _pump(plan, pid, own_pgrp, r_out, r_err, stdout_filter, stderr_filter,
-                     out_fd, err_fd, start, cgroup, baseline)
+                     out_fd, err_fd, start, cgroup, baseline, res.watchdog)
     finally:
         for sig, old in old_handlers.items():
             try:
@@ -408,7 +529,7 @@ def run(plan: LaunchPlan, *, stdout_filter: StreamFilter | None = None,
 def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
           stdout_filter: StreamFilter | None, stderr_filter: StreamFilter | None,
           out_fd: int, err_fd: int, start: float, cgroup: str | None,
-          baseline: frozenset[int]) -> RunResult:
+          baseline: frozenset[int], watchdog: int | None = None) -> RunResult:
     """Move output until both pipes close, then reap; enforce timeout and output cap."""
     out = _Stream("stdout", r_out, out_fd, stdout_filter)
     err = _Stream("stderr", r_err, err_fd, stderr_filter)
@@ -430,6 +551,7 @@ def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
     wstatus: int | None = None
     pgid = pid if own_pgrp else None
     hit: set[int] = set()
+    over_limit = False
 
     def close_stream(st: _Stream) -> None:
         sel.unregister(st.fd)
@@ -466,6 +588,12 @@ def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
                     continue
             if pidfd < 0 and wstatus is None:
                 timeout = 0.05 if timeout is None else min(timeout, 0.05)
+            if watchdog is not None and wstatus is None:
+                timeout = _WATCH_EVERY if timeout is None else min(timeout, _WATCH_EVERY)
+                if len(descendants(pid)) > watchdog:
+                    over_limit = True
+                    hit.update(kill_tree(pid, pgid, cgroup, baseline))
+                    watchdog = None
             events = sel.select(timeout)
             if pidfd < 0:
                 reap(os.WNOHANG)
@@ -524,6 +652,8 @@ def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
             _finish(s)
     _reap_orphans(hit - {pid})
     assert wstatus is not None
+    if over_limit:
+        _write_all(err_fd, f"\nclawshell: process limit exceeded, process tree killed\n".encode())
     if timed_out:
         status = 128 + signal.SIGKILL
         _write_all(err_fd, f"\nclawshell: timed out after {plan.timeout:g}s, process tree killed\n".encode())
