@@ -22,19 +22,22 @@ KEY_ID = "45643cd44efa80b4"
 RECORD = {"v": 1, "tool": "shell", "session": "s", "command": "echo hi"}
 # Golden values: changing them breaks every existing log and every other verifier.
 GOLDEN_BODY = '{"command":"echo hi","session":"s","tool":"shell","v":1}'
-GOLDEN_HASH = "91cc765460ff8ca7bebe2b8b80dbb23f6fb42e257ae0dc8ed6241fc516946b1d"
-GOLDEN_HMAC = "0518bcacaa27283da4c39bee2963aca90b43db2e4406c702803bf7f44d7510b1"
-GOLDEN_LINE = ("[clawshell receipt] v1 seq=1 entry=91cc765460ff8ca7 hmac=0518bcacaa27283da4c39bee2963aca9 "
+GOLDEN_HASH = "9d2bb1f9b6bcf30c008ae7113925ef53f2d2a427154861d959807ae43fef08f1"
+GOLDEN_HMAC = "e8d070bee386397ce57adabcf462a90d819b3dec8d4b39f4e30d5debe8308b13"
+GOLDEN_LINE = ("[clawshell receipt] v1 seq=1 entry=9d2bb1f9b6bcf30c hmac=e8d070bee386397ce57adabcf462a90d "
                "key=45643cd44efa80b4")
 
 
 def test_golden_entry_matches_the_documented_construction() -> None:
     body = rc.body_json(RECORD)
-    material = (b"clawshell/audit-entry/v1\x00" + b'{"body":' + GOLDEN_BODY.encode() + b',"key_id":"' +
-                KEY_ID.encode() + b'","prev_hash":"' + b"0" * 64 + b'","seq":1,"v":1}')
-    assert (rc.key_id_for(KEY), body) == (KEY_ID, GOLDEN_BODY)
-    assert rc.entry_material(1, rc.GENESIS_HASH, KEY_ID, body) == material
-    assert rc.entry_hash(1, rc.GENESIS_HASH, KEY_ID, body) == hashlib.sha256(material).hexdigest() == GOLDEN_HASH
+    index = rc.index_of(RECORD)
+    material = (b"clawshell/audit-entry/v1\x00" + b'{"body":' + GOLDEN_BODY.encode() +
+                b',"index":["s","shell",null,null],"key_id":"' + KEY_ID.encode() + b'","prev_hash":"' + b"0" * 64 +
+                b'","seq":1,"v":1}')
+    assert (rc.key_id_for(KEY), body, index) == (KEY_ID, GOLDEN_BODY, ("s", "shell", None, None))
+    assert rc.entry_material(1, rc.GENESIS_HASH, KEY_ID, index, body) == material
+    assert rc.entry_hash(1, rc.GENESIS_HASH, KEY_ID, index, body) == hashlib.sha256(material).hexdigest() \
+        == GOLDEN_HASH
     expected_mac = hmac.new(KEY, b"clawshell/receipt-hmac/v1\x00" + GOLDEN_HASH.encode(), "sha256").hexdigest()
     assert rc.receipt_hmac(KEY, GOLDEN_HASH) == expected_mac == GOLDEN_HMAC
     assert rc.format_line(1, GOLDEN_HASH, GOLDEN_HMAC, KEY_ID) == GOLDEN_LINE
@@ -98,14 +101,17 @@ json_values = st.recursive(
 
 
 @settings(max_examples=150, deadline=None)
-@given(record=st.dictionaries(st.text(max_size=10), json_values, max_size=6), seq=st.integers(1, 2**40),
+@given(record=st.dictionaries(st.sampled_from(["session", "tool", "decision", "time", "command"]) | st.text(max_size=10),
+                              json_values, max_size=6), seq=st.integers(1, 2**40),
        prev=st.text("0123456789abcdef", min_size=64, max_size=64))
 def test_entry_material_is_the_canonical_json_of_the_wrapped_record(record: dict, seq: int, prev: str) -> None:
     body = rc.body_json(record)
-    wrapped = {"body": json.loads(body), "key_id": KEY_ID, "prev_hash": prev, "seq": seq, "v": 1}
+    index = rc.index_of(rc.normalize_record(record))
+    wrapped = {"body": json.loads(body), "index": list(index), "key_id": KEY_ID, "prev_hash": prev, "seq": seq,
+               "v": 1}
     expected = rc.ENTRY_DOMAIN + rc.canonical_json(wrapped).encode("ascii")
-    assert rc.entry_material(seq, prev, KEY_ID, body) == expected
-    assert rc.entry_material(seq, prev, KEY_ID, body.encode()) == expected
+    assert rc.entry_material(seq, prev, KEY_ID, index, body) == expected
+    assert rc.entry_material(seq, prev, KEY_ID, index, body.encode()) == expected
     # Parsing and re-canonicalizing gives the same text: exports verify without the DB.
     assert rc.canonical_json(json.loads(body)) == body
 
@@ -114,6 +120,17 @@ def test_entry_material_is_the_canonical_json_of_the_wrapped_record(record: dict
 @given(key=st.binary(min_size=0, max_size=100), digest=st.text("0123456789abcdef", min_size=64, max_size=64))
 def test_fast_hmac_function_equals_stdlib_hmac(key: bytes, digest: str) -> None:
     assert rc.receipt_hmac_function(key)(digest) == rc.receipt_hmac(key, digest)
+
+
+@pytest.mark.parametrize(("record", "index"), [
+    ({"session": "s", "tool": "shell", "decision": {"decision": "deny", "score": 98}, "time": "t"},
+     ("s", "shell", "deny", "t")),
+    ({"decision": "allow"}, (None, None, "allow", None)),
+    ({"session": 7, "tool": ["x"], "decision": {"score": 1}, "time": None}, (None, None, None, None)),
+    ({"session": {"$b64": "/w=="}}, (None, None, None, None)),
+])
+def test_index_of(record: dict, index: tuple) -> None:
+    assert rc.index_of(record) == index
 
 
 def test_key_id_and_checkpoint_message_are_domain_separated() -> None:
@@ -134,14 +151,13 @@ def test_parse_line_round_trips_and_allows_surrounding_text() -> None:
     ("[clawshell receipt]", "nothing after the tag"),
     ("[clawshell receipt] seq=1", "expected a version"),
     ("[clawshell receipt] v2 seq=1", "unsupported version v2"),
-    ("[clawshell receipt] v1 seq=1 entry=91cc765460ff8ca7 hmac=0518bcacaa27283da4c39bee2963aca9",
-     "missing field key="),
+    (GOLDEN_LINE.rsplit(" ", 1)[0], "missing field key="),
     (GOLDEN_LINE.replace("seq=1", "seq=0"), "seq must be a positive integer"),
     (GOLDEN_LINE.replace("seq=1", "seq=-1"), "seq must be a positive integer"),
     (GOLDEN_LINE.replace("seq=1", "seq=x"), "seq must be a positive integer"),
-    (GOLDEN_LINE.replace("entry=91cc765460ff8ca7", "entry=91cc"), "entry must be 16 lower-case hex"),
-    (GOLDEN_LINE.replace("entry=91cc765460ff8ca7", "entry=91CC765460FF8CA7"), "entry must be 16 lower-case hex"),
-    (GOLDEN_LINE.replace("hmac=0518bcacaa27283da4c39bee2963aca9", "hmac=zz"), "hmac must be 32"),
+    (GOLDEN_LINE.replace(f"entry={GOLDEN_HASH[:16]}", "entry=91cc"), "entry must be 16 lower-case hex"),
+    (GOLDEN_LINE.replace(f"entry={GOLDEN_HASH[:16]}", "entry=91CC765460FF8CA7"), "entry must be 16 lower-case hex"),
+    (GOLDEN_LINE.replace(f"hmac={GOLDEN_HMAC[:32]}", "hmac=zz"), "hmac must be 32"),
     (GOLDEN_LINE.replace("key=45643cd44efa80b4", "key=k1"), "key must be a 16-hex-digit key id"),
     (GOLDEN_LINE + " seq=2", "field 'seq' appears twice"),
     (GOLDEN_LINE + " extra=1", "unknown field 'extra'"),

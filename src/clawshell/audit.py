@@ -116,6 +116,11 @@ class Entry(NamedTuple):
         value = json.loads(self.body)
         return value if isinstance(value, dict) else {"value": value}
 
+    @property
+    def index(self) -> rc.Index:
+        """The indexed values, as hashed with the entry."""
+        return (self.session, self.tool, self.decision, self.time)
+
     def receipt_line(self) -> str:
         """The receipt line for this entry."""
         return rc.format_line(self.seq, self.entry_hash, self.hmac, self.key_id)
@@ -437,13 +442,7 @@ class AuditLog:
             when = format_time(self.clock())
             rec["time"] = when
         body = rc.canonical_json(rec)
-        session = rec.get("session")
-        tool = rec.get("tool")
-        decision = rec.get("decision")
-        if isinstance(decision, dict):
-            decision = decision.get("decision")
-        row_meta = (session if isinstance(session, str) else None, tool if isinstance(tool, str) else None,
-                    decision if isinstance(decision, str) else None, when)
+        index = rc.index_of(rec)
         key = self._key
         if key is None:
             key = self._load_current_key()
@@ -460,11 +459,11 @@ class AuditLog:
             if key is None or key.id != log_key:
                 key = self._resolve_key(log_key, last_seq)
             seq = last_seq + 1
-            digest = hashlib.sha256(rc.entry_material(seq, prev, key.id, body)).hexdigest()
+            digest = hashlib.sha256(rc.entry_material(seq, prev, key.id, index, body)).hexdigest()
             mac = rc.receipt_hmac(key.secret, digest)
             cur.execute("INSERT INTO audit(seq, prev_hash, entry_hash, key_id, hmac, body, session, tool, "
                         "decision, time) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                        (seq, prev, digest, key.id, mac, body, *row_meta))
+                        (seq, prev, digest, key.id, mac, body, *index))
             cur.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('audit_head', ?)", (f"{seq}:{digest}",))
             if log_key != key.id:
                 cur.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('audit_key', ?)", (key.id,))
@@ -755,8 +754,9 @@ class AuditLog:
         last_seq = 0
         last_hash = rc.GENESIS_HASH
         # The body comes as its UTF-8 bytes: hashing needs no decode/encode round trip.
-        for seq, prev_hash, stored, key_id, mac, body in self.store.iterate(
-                "SELECT seq, prev_hash, entry_hash, key_id, hmac, CAST(body AS BLOB) FROM audit ORDER BY seq"):
+        for seq, prev_hash, stored, key_id, mac, body, session, tool, decision, when in self.store.iterate(
+                "SELECT seq, prev_hash, entry_hash, key_id, hmac, CAST(body AS BLOB), session, tool, decision, time "
+                "FROM audit ORDER BY seq"):
             checked += 1
             if first_seq is None:
                 first_seq = seq
@@ -765,7 +765,7 @@ class AuditLog:
                 problems.add(expected, "gap", f"entries {expected}..{seq - 1} are missing (deleted)"
                              if seq - 1 > expected else f"entry {expected} is missing (deleted)")
                 linked = False
-            if sha256(material(seq, prev_hash, key_id, body)).hexdigest() != stored:
+            if sha256(material(seq, prev_hash, key_id, (session, tool, decision, when), body)).hexdigest() != stored:
                 problems.add(seq, "hash_mismatch", "the entry does not match its hash: a field was edited")
             elif linked and prev_hash != prev:
                 problems.add(seq, "prev_hash_mismatch",
@@ -885,7 +885,7 @@ class AuditLog:
         if entry.key_id != parsed.key_id:
             return ReceiptCheck(False, f"the receipt names key {parsed.key_id} but entry {parsed.seq} was made with "
                                 f"key {entry.key_id}", parsed.seq, entry)
-        if rc.entry_hash(entry.seq, entry.prev_hash, entry.key_id, entry.body) != entry.entry_hash:
+        if rc.entry_hash(entry.seq, entry.prev_hash, entry.key_id, entry.index, entry.body) != entry.entry_hash:
             return ReceiptCheck(False, f"entry {parsed.seq} in the log was altered (it no longer matches its hash)",
                                 parsed.seq, entry)
         secret = self.known_keys().get(parsed.key_id)
@@ -941,11 +941,12 @@ class AuditLog:
         first: int | None = None
         last: int | None = None
         dump = rc.canonical_json
-        for seq, prev_hash, entry_hash_, key_id, mac, body in self.store.iterate(
-                "SELECT seq, prev_hash, entry_hash, key_id, hmac, body FROM audit WHERE seq > ? AND seq <= ? "
-                "ORDER BY seq", (after, upto)):
+        for seq, prev_hash, entry_hash_, key_id, mac, body, *index in self.store.iterate(
+                "SELECT seq, prev_hash, entry_hash, key_id, hmac, body, session, tool, decision, time FROM audit "
+                "WHERE seq > ? AND seq <= ? ORDER BY seq", (after, upto)):
             out.write(f'{{"type":"entry","seq":{seq},"prev_hash":{dump(prev_hash)},"entry_hash":'
-                      f'{dump(entry_hash_)},"key_id":{dump(key_id)},"hmac":{dump(mac)},"body":{body}}}\n')
+                      f'{dump(entry_hash_)},"key_id":{dump(key_id)},"hmac":{dump(mac)},"index":{dump(index)},'
+                      f'"body":{body}}}\n')
             count += 1
             first = seq if first is None else first
             last = seq
@@ -1053,8 +1054,14 @@ def verify_export(lines: Iterable[str], *, source: str = "<export>",
             try:
                 seq = int(obj["seq"])
                 prev_hash, stored, key_id = str(obj["prev_hash"]), str(obj["entry_hash"]), str(obj["key_id"])
+                index = obj["index"]
+                if not isinstance(index, list) or len(index) != 4 or \
+                        not all(v is None or isinstance(v, str) for v in index):
+                    raise ValueError("index must be a list of 4 strings or nulls")
+                index = tuple(index)
                 body = raw_body if raw_body is not None else canon(obj["body"])
-                if raw_body is not None and sha256(material(seq, prev_hash, key_id, body)).hexdigest() != stored:
+                if raw_body is not None and \
+                        sha256(material(seq, prev_hash, key_id, index, body)).hexdigest() != stored:
                     body = canon(loads(line)["body"])  # re-serialized by a shipper: canonicalize
             except (KeyError, TypeError, ValueError) as exc:
                 problems.add(expected or 0, "malformed", f"line {number}: bad entry line ({exc})")
@@ -1078,7 +1085,7 @@ def verify_export(lines: Iterable[str], *, source: str = "<export>",
                     break
                 hashes.extend(bytes(32 * (seq - expected)))
                 linked = False
-            if sha256(material(seq, prev_hash, key_id, body)).hexdigest() != stored:
+            if sha256(material(seq, prev_hash, key_id, index, body)).hexdigest() != stored:
                 problems.add(seq, "hash_mismatch", "the entry does not match its hash: a field was edited")
             elif linked and prev_hash != prev:
                 problems.add(seq, "prev_hash_mismatch", f"prev_hash does not match entry {seq - 1}: entries "
@@ -1130,10 +1137,13 @@ def verify_export(lines: Iterable[str], *, source: str = "<export>",
         ok_sigs = 0
     else:
         ok_sigs = AuditLog._check_signatures(checkpoints, verifier, verifier_id, problems)
-    if checked and last_seq is not None and covered < last_seq:
-        problems.add(covered + 1 if covered >= (base or 1) else (base or 1), "unsigned",
-                     f"entries after seq {covered} are not covered by a signed checkpoint: they could have been "
-                     "appended by anyone")
+    if checked and base is not None and last_seq is not None and covered < last_seq:
+        if covered >= base:
+            problems.add(covered + 1, "unsigned", f"entries after seq {covered} are not covered by a signed "
+                         "checkpoint: anyone could have appended them")
+        else:
+            problems.add(base, "unsigned", "no entry is covered by a signed checkpoint: anyone could have "
+                         "written them")
     upto = (header or {}).get("upto")
     if isinstance(upto, int) and last_seq is not None and upto > last_seq:
         problems.add(last_seq + 1, "truncated", f"the header says the export runs to seq {upto} but it ends at "

@@ -13,10 +13,15 @@ Definitions (version 1; ``docs/audit.md`` is the reference for other implementat
   Python's ``surrogateescape`` makes from undecodable bytes) becomes
   ``{"$b64": "<base64 of the raw bytes>"}``; NUL and control characters stay text and
   are escaped by JSON (``\\u0000``).
-* **Entry hash**: ``sha256(ENTRY_DOMAIN + canonical JSON of
-  {"body": record, "key_id": K, "prev_hash": P, "seq": N, "v": 1})`` in lower-case hex.
-  Because the body is itself canonical and the keys sort in that order, the material
-  is built by concatenation (:func:`entry_material`) without re-encoding the record.
+* **Index**: ``[session, tool, decision, time]`` of the record (:func:`index_of`): the
+  values the database indexes for queries, each a string or null.  They are hashed
+  with the entry so that editing an indexed column (to hide an entry from
+  ``clawshell audit --filter``) breaks the chain like editing the body, at no parsing
+  cost when verifying.
+* **Entry hash**: ``sha256(ENTRY_DOMAIN + canonical JSON of {"body": record, "index":
+  I, "key_id": K, "prev_hash": P, "seq": N, "v": 1})`` in lower-case hex.  Because
+  the body is itself canonical and the keys sort in that order, the material is built
+  by concatenation (:func:`entry_material`) without re-encoding the record.
 * **Receipt HMAC**: ``HMAC-SHA256(key, RECEIPT_DOMAIN + entry_hash_hex)`` in hex.
 * **Checkpoint signature**: Ed25519 over ``CHECKPOINT_DOMAIN + canonical JSON of
   {"entry_hash": H, "seq": N, "v": 1}`` (signed and checked in ``audit.py``).
@@ -74,6 +79,7 @@ class ReceiptParseError(UsageError):
 
 
 _encoder = json.JSONEncoder(ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(",", ":"))
+_quote = json.encoder.encode_basestring_ascii
 
 
 def canonical_json(value: Any) -> str:
@@ -203,28 +209,47 @@ def decode_text(value: Any) -> str:
 # --------------------------------------------------------------------------- chain
 
 
+Index = tuple[str | None, str | None, str | None, str | None]
+"""``(session, tool, decision, time)`` of a record, as stored in the indexed columns."""
+
+
+def index_of(record: Mapping[str, Any]) -> Index:
+    """The indexed values of a normalized record: each a string, or None when absent
+    or not a string; ``decision`` is ``record["decision"]["decision"]`` when the
+    decision is an object (the usual verdict shape) and ``record["decision"]`` otherwise."""
+    decision = record.get("decision")
+    if isinstance(decision, dict):
+        decision = decision.get("decision")
+    values = (record.get("session"), record.get("tool"), decision, record.get("time"))
+    return tuple(v if isinstance(v, str) else None for v in values)  # type: ignore[return-value]
+
+
 def _json_bytes(value: str) -> bytes:
     if value.isascii() and value.isalnum():  # hex hashes and key ids: nothing to escape
         return b'"%s"' % value.encode("ascii")
     return _encoder.encode(value).encode("ascii")
 
 
-def entry_material(seq: int, prev_hash: str, key_id: str, body: str | bytes) -> bytes:
+def _index_bytes(index: Index) -> bytes:
+    return b"[%s]" % b",".join(b"null" if v is None else _quote(v).encode("ascii") for v in index)
+
+
+def entry_material(seq: int, prev_hash: str, key_id: str, index: Index, body: str | bytes) -> bytes:
     """The bytes an entry hash is taken over (domain tag + canonical JSON).
 
-    Equal to ``ENTRY_DOMAIN + canonical_json({"body": json.loads(body), "key_id":
-    key_id, "prev_hash": prev_hash, "seq": seq, "v": 1})`` when ``body`` is canonical
-    (given as text, or as its UTF-8 bytes).
+    Equal to ``ENTRY_DOMAIN + canonical_json({"body": json.loads(body), "index":
+    list(index), "key_id": key_id, "prev_hash": prev_hash, "seq": seq, "v": 1})`` when
+    ``body`` is canonical (given as text, or as its UTF-8 bytes).
     """
     if isinstance(body, str):
         body = body.encode("utf-8", "surrogatepass")
-    return b'%s{"body":%s,"key_id":%s,"prev_hash":%s,"seq":%d,"v":1}' % (
-        ENTRY_DOMAIN, body, _json_bytes(key_id), _json_bytes(prev_hash), int(seq))
+    return b'%s{"body":%s,"index":%s,"key_id":%s,"prev_hash":%s,"seq":%d,"v":1}' % (
+        ENTRY_DOMAIN, body, _index_bytes(index), _json_bytes(key_id), _json_bytes(prev_hash), int(seq))
 
 
-def entry_hash(seq: int, prev_hash: str, key_id: str, body: str) -> str:
+def entry_hash(seq: int, prev_hash: str, key_id: str, index: Index, body: str | bytes) -> str:
     """Hex SHA-256 entry hash of one chain entry."""
-    return hashlib.sha256(entry_material(seq, prev_hash, key_id, body)).hexdigest()
+    return hashlib.sha256(entry_material(seq, prev_hash, key_id, index, body)).hexdigest()
 
 
 def receipt_hmac(key: bytes, entry_hash_hex: str) -> str:
