@@ -99,6 +99,13 @@ def _verdict_info(verdict: Any) -> dict[str, Any]:
             "reason": reason_text(verdict)}
 
 
+def _record_refusal(cfg: ServerConfig, command: str, reason: str) -> str | None:
+    from .pipeline import record_refusal
+
+    return record_refusal(tool="mcp.shell", subject=command, reason=reason, workspace=cfg.workspace,
+                          session=cfg.session, policy_selector=cfg.policy, rule="paths.workspace_only")
+
+
 class _Approve(BaseModel):
     """What the human answers to an approval request."""
 
@@ -146,11 +153,13 @@ class _Approver:
         self.elicit = elicit
         self.lines: list[str] = []
         self.problems: list[str] = []
+        self.asked: set[str] = set()
 
     def __call__(self, line: str) -> None:
         self.lines.append(line)
-        match = _TOKEN.search(line)
-        if match and self.elicit:
+        match = _TOKEN.search(line) if line.startswith("clawshell: approval required") else None
+        if match and self.elicit and match.group(1) not in self.asked:
+            self.asked.add(match.group(1))
             try:
                 anyio.from_thread.run(self._ask, match.group(1), line)
             except Exception as exc:  # the queue keeps waiting for an out-of-band decision
@@ -197,7 +206,10 @@ def build_server(cfg: ServerConfig) -> MCPServer:
         try:
             where = _inside(cfg, cwd)
         except ValueError as exc:
-            return _result(f"clawshell: usage: {exc}", {"error": str(exc)}, error=True)
+            line = f"clawshell: denied: {exc} [rule: paths.workspace_only]"
+            receipt = await anyio.to_thread.run_sync(lambda: _record_refusal(cfg, command, str(exc)))
+            return _result("\n".join([line, *([receipt] if receipt else [])]),
+                           {"error": line, "refusal": line, "receipt": receipt, "exit_status": 126}, error=True)
         approver = _Approver(ctx, _supports_elicitation(ctx))
         try:
             run = await anyio.to_thread.run_sync(

@@ -490,6 +490,8 @@ def with_escape(verdict: Verdict, path: str, reason: str) -> Verdict:
 
     ev = Evidence(rule=ESCAPE_RULE, decision=Decision.DENY, reason=reason, matched=path,
                   alternative="work on files inside the workspace")
+    if verdict.decision is Decision.DENY:  # the engine's own reason (a forbidden path...) stays first
+        return replace(verdict, evidence=(*verdict.evidence, ev))
     return replace(verdict, decision=Decision.DENY, evidence=(ev, *verdict.evidence))
 
 
@@ -861,10 +863,10 @@ def register_session(sid: str, *, task: str | None, cwd: str, created: float | N
 
 def record_refusal(*, tool: str, subject: str, reason: str, workspace: str, session: str,
                    cwd: str | None = None, policy_selector: str | None = None,
-                   args: dict[str, Any] | None = None) -> str | None:
+                   args: dict[str, Any] | None = None, rule: str = "input.malformed") -> str | None:
     """Best-effort audit entry for a call refused before it could be judged (a hook
-    payload that does not parse).  Returns the receipt line, or None when nothing
-    could be recorded; never raises."""
+    payload that does not parse, an MCP cwd outside the workspace).  Returns the
+    receipt line, or None when nothing could be recorded; never raises."""
     try:
         from .model import Evidence, RiskLevel
         from .policy.loader import load_policy, policy_hash
@@ -874,7 +876,7 @@ def record_refusal(*, tool: str, subject: str, reason: str, workspace: str, sess
         call = ShellCall(command=subject, argv=[], workspace=workspace, cwd=cwd or workspace, session=session,
                          tool=tool)
         verdict = Verdict(decision=Decision.DENY, score=0, risk=RiskLevel.LOW,
-                          evidence=(Evidence(rule="input.malformed", decision=Decision.DENY, reason=reason),))
+                          evidence=(Evidence(rule=rule, decision=Decision.DENY, reason=reason),))
         store = _open_store(home)
         try:
             record = _base_record(call, policy_hash(policy))

@@ -348,8 +348,11 @@ def test_codex_hook_waits_for_the_human_and_proceeds_on_allow(workspace: Path, c
     assert token, "no approval request appeared"
     done = subprocess.run([CLAWSHELL, "approve", token, "allow"], capture_output=True, timeout=30)
     assert done.returncode == 0, done.stderr
-    out, errs = proc.communicate(timeout=30)
+    proc.wait(timeout=30)
+    assert proc.stdout is not None and proc.stderr is not None
+    out, errs = proc.stdout.read(), proc.stderr.read()
     assert proc.returncode == 0, errs
+    assert out == b"" 
     entry = audit(clawhome)[-1]
     assert entry["approval"]["token"] == token and entry["outcome"] == "judged"
 
