@@ -234,7 +234,7 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
     writable: list[str] = []
     for cache in policy.writable_caches:
         p = _expand(cache, lexical_home, ws)
-        if not os.path.exists(p) and os.path.isdir(posixpath.dirname(p)):
+        if not os.path.exists(p) and _within_any(p, [lexical_home, home, ws]) and not _within_any(p, hidden):
             try:
                 os.makedirs(p, mode=0o700, exist_ok=True)
             except OSError:
@@ -408,6 +408,26 @@ def _placeholders(spec: SandboxSpec) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(existing)), missing
 
 
+def _pins(spec: SandboxSpec, protected: Sequence[str]) -> list[str]:
+    """Directories between the workspace and a protected path, to be bound onto themselves.
+
+    A mount point cannot be renamed or removed (EBUSY), so binding ``.git`` read-write
+    onto itself keeps ``mv .git .git-old && mkdir -p .git/hooks`` from side-stepping
+    the read-only ``.git/hooks`` while git keeps writing its index and objects.
+    """
+    out: list[str] = []
+    for p in protected:
+        rel = posixpath.relpath(p, spec.workspace)
+        if rel.startswith("..") or "/" not in rel:
+            continue
+        cur = spec.workspace
+        for part in rel.split("/")[:-1]:
+            cur = posixpath.join(cur, part)
+            if os.path.isdir(cur) and not os.path.islink(cur):
+                out.append(cur)
+    return list(dict.fromkeys(out))
+
+
 def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan:
     """Choose the layers and build the launch plan for ``argv`` under ``spec``.
 
@@ -503,7 +523,9 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
         layout = bw.BwrapLayout(
             bwrap=probe.bwrap or "bwrap",
             ro=tuple(dict.fromkeys([*etc_plain, *etc_targets, *SYS_ALLOW, *reads, *python_parts])),
-            symlinks=tuple(etc_links), rw=tuple(writes), protected=tuple(existing_prot),
+            symlinks=tuple(etc_links),
+            rw=tuple(dict.fromkeys([*writes, *_pins(spec, [*existing_prot, *missing_prot])])),
+            protected=tuple(existing_prot),
             placeholders=tuple(missing_prot), hidden_dirs=tuple(hidden_dirs), hidden_files=tuple(hidden_files),
             seccomp_bpf=bpf, network=spec.network, cwd=spec.cwd)
         helper_cmd = [sys.executable, "-I", "-S", helper_py, *encode_steps(tuple(helper_steps))]

@@ -137,10 +137,10 @@ def cover(root: str, access: int, holes: Iterable[str], fs: FsView,
     ``root`` is an explicit grant: a hole *above* it does not remove it (the most
     specific entry wins: ``/etc/passwd`` is readable although ``/etc`` is forbidden),
     a hole equal to it does.  Holes beneath it split it into its children
-    (recursively, only along the way to a hole).  A child that is a symlink is followed
-    and covered at its target, and a child whose target lies in any hole is dropped,
-    so a link pointing into a hole cannot carry a grant there.  Missing holes still
-    split: a protected path that does not exist yet stays impossible to create.
+    (recursively, only along the way to a hole).  A child that is a symlink leading
+    out of ``root`` is dropped (its target is not part of this grant), and a child
+    resolving into a hole is dropped too.  Missing holes still split: a protected path
+    that does not exist yet stays impossible to create.
     """
     top = _seen is None
     seen = _seen or frozenset()
@@ -166,7 +166,12 @@ def cover(root: str, access: int, holes: Iterable[str], fs: FsView,
     out: list[tuple[int, str]] = []
     seen = seen | {root}
     for name in sorted(names):
-        out.extend(cover(posixpath.join(root, name), access, holes, fs, seen))
+        child = posixpath.join(root, name)
+        if not is_within(fs.realpath(child), root):
+            # A symlink leading out of the grant: granting its target would extend the
+            # grant to wherever the link points.  Targets inside are covered anyway.
+            continue
+        out.extend(cover(child, access, holes, fs, seen))
     return out
 
 
