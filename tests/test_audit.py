@@ -648,3 +648,17 @@ def test_installed_command_exit_codes(home: Home) -> None:
     broken = run_clawshell(["audit"])
     assert broken.returncode == 126
     assert broken.stderr.decode().startswith(f"clawshell: store: {home.database}: file is not a database")
+
+
+def test_the_independent_verifier_in_docs_audit_md_works(home: Home) -> None:
+    import re
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "audit.md").read_text()
+    code = next(block for block in re.findall(r"```python\n(.*?)```", doc, re.S) if "independent-verifier" in block)
+    namespace: dict = {"__name__": "docs_audit_md"}
+    exec(compile(code, "docs/audit.md", "exec"), namespace)
+    build(home)
+    lines, pem = export_lines(home)
+    assert namespace["verify"](lines, pem) == 12
+    with pytest.raises(ValueError, match="seq 6: entry does not match its hash"):
+        namespace["verify"](_x_edit(list(lines)), pem)

@@ -936,7 +936,7 @@ class AuditLog:
                   "checkpoint_domain": rc.CHECKPOINT_DOMAIN.decode("ascii"),
                   "receipt_domain": rc.RECEIPT_DOMAIN.decode("ascii"),
                   "public_key": ({"algorithm": "ed25519", "id": pub_id, "pem": pub_pem} if pub_pem else None)}
-        out.write(rc.canonical_json(header) + "\n")
+        out.write(_line(header))
         count = 0
         first: int | None = None
         last: int | None = None
@@ -954,13 +954,18 @@ class AuditLog:
         for seq, entry_hash_, signature, public_key_id, when in self.store.query(
                 "SELECT seq, entry_hash, signature, public_key_id, time FROM checkpoints WHERE seq > ? AND seq <= ? "
                 "ORDER BY seq", (after, upto)):
-            out.write(dump({"type": "checkpoint", "seq": seq, "entry_hash": entry_hash_, "signature": signature,
-                            "public_key_id": public_key_id, "time": when}) + "\n")
+            out.write(_line({"type": "checkpoint", "seq": seq, "entry_hash": entry_hash_, "signature": signature,
+                             "public_key_id": public_key_id, "time": when}))
             cps += 1
         return ExportSummary(entries=count, checkpoints=cps, first_seq=first, last_seq=last, public_key_id=pub_id)
 
 
 # --------------------------------------------------------------------------- export verification
+
+
+def _line(obj: dict[str, Any]) -> str:
+    """One export line: compact ASCII JSON with ``type`` first (easy to route by prefix)."""
+    return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n"
 
 
 def _parse_head(value: Any) -> tuple[int, str] | None:
