@@ -7,6 +7,10 @@ import sys
 
 def main() -> None:
     """Dispatch to the CLI (kept tiny: the hot path imports as little as possible)."""
+    # clawshell starts once per agent command: compiling its modules from source on
+    # every start (PYTHONDONTWRITEBYTECODE=1 is common in agent containers) costs
+    # more than everything else it does, so it always keeps its bytecode cache.
+    sys.dont_write_bytecode = False
     from .cli import main as cli_main
 
     sys.exit(cli_main(sys.argv))
