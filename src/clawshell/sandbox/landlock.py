@@ -137,10 +137,10 @@ def cover(root: str, access: int, holes: Iterable[str], fs: FsView,
     ``root`` is an explicit grant: a hole *above* it does not remove it (the most
     specific entry wins: ``/etc/passwd`` is readable although ``/etc`` is forbidden),
     a hole equal to it does.  Holes beneath it split it into its children
-    (recursively, only along the way to a hole).  A child that is a symlink leading
-    out of ``root`` is dropped (its target is not part of this grant), and a child
-    resolving into a hole is dropped too.  Missing holes still split: a protected path
-    that does not exist yet stays impossible to create.
+    (recursively, only along the way to a hole).  A child that is a symlink is
+    dropped: its target is either outside this grant or covered at its own place.
+    Missing holes still split: a protected path that does not exist yet stays
+    impossible to create.
     """
     top = _seen is None
     seen = _seen or frozenset()
@@ -152,6 +152,8 @@ def cover(root: str, access: int, holes: Iterable[str], fs: FsView,
     if top:
         if lexical in holes or root in holes:
             return []
+        # Holes above an explicit grant are overridden by it; only the ones inside count.
+        holes = tuple(h for h in holes if is_within(h, root))
     elif any(is_within(root, h) for h in holes):
         return []
     inner = [h for h in holes if is_within(h, root)]
@@ -167,9 +169,9 @@ def cover(root: str, access: int, holes: Iterable[str], fs: FsView,
     seen = seen | {root}
     for name in sorted(names):
         child = posixpath.join(root, name)
-        if not is_within(fs.realpath(child), root):
-            # A symlink leading out of the grant: granting its target would extend the
-            # grant to wherever the link points.  Targets inside are covered anyway.
+        if fs.realpath(child) != child:
+            # A symlink: granting it would grant wherever it points (out of the root or
+            # into a hole).  A target inside the root is covered at its own place.
             continue
         out.extend(cover(child, access, holes, fs, seen))
     return out
