@@ -386,7 +386,7 @@ def test_rotate_key_keeps_old_entries_and_receipts_verifiable(home: Home) -> Non
         before, after = log.rotate_key()
         new = log.append(record(4))
         assert before == old[0].key_id and after == new.key_id != before
-        retired = os.path.join(home.security, "receipt-keys", f"{before}.key")
+        retired = os.path.join(home.security, f"receipt.{before}.key")
         assert stat.S_IMODE(os.stat(retired).st_mode) == 0o600
         assert log.verify().ok
         for app in (*old, new):
@@ -662,3 +662,14 @@ def test_the_independent_verifier_in_docs_audit_md_works(home: Home) -> None:
     assert namespace["verify"](lines, pem) == 12
     with pytest.raises(ValueError, match="seq 6: entry does not match its hash"):
         namespace["verify"](_x_edit(list(lines)), pem)
+
+
+def test_security_dir_holds_only_private_regular_files(home: Home) -> None:
+    build(home, n=6, every=5)  # HMAC key, checkpoint key pair
+    with Store.open(home) as store:
+        AuditLog(store, home).rotate_key()  # a retired key
+    names = sorted(os.listdir(home.security))
+    assert len(names) == 4 and "ed25519.pub" in names and "receipt.key" in names
+    for name in names:
+        st = os.lstat(os.path.join(home.security, name))
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, name

@@ -9,7 +9,6 @@ import sqlite3
 import time
 from pathlib import Path
 
-import pytest
 
 from clawshell.audit import AuditLog
 from clawshell.home import Home

@@ -11,10 +11,11 @@ Keys live in ``security/`` (0700):
 
 * ``receipt.key``: the current HMAC key (64 hex digits, mode 0600, created on first
   use when the log is empty, never logged or printed);
-* ``receipt-keys/<key id>.key``: keys retired by ``rotate_key``, kept so that older
-  entries still verify;
-* ``ed25519.key`` / ``ed25519.pub``: the checkpoint signing key (PKCS#8 PEM, 0600)
-  and its public key (SubjectPublicKeyInfo PEM) for auditors.
+* ``receipt.<key id>.key``: keys retired by ``rotate_key``, kept so that older
+  entries still verify (flat files: every file in ``security/`` is 0600);
+* ``ed25519.key`` / ``ed25519.pub``: the checkpoint signing key (PKCS#8 PEM) and its
+  public key (SubjectPublicKeyInfo PEM) for auditors, both 0600 like everything in
+  ``security/`` (``clawshell audit public-key`` prints the public one).
 
 A key file that others can read, that is not owned by this user, or that is a
 symlink is refused with one line; a missing HMAC key is only created when the log has
@@ -32,6 +33,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import stat
 import time as _time
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, NamedTuple
@@ -45,7 +47,7 @@ CHECKPOINT_EVERY = 1000
 """Entries between two signed checkpoints."""
 
 RECEIPT_KEY_FILE = "receipt.key"
-RETIRED_KEYS_DIR = "receipt-keys"
+_RETIRED_NAME = re.compile(r"receipt\.([0-9a-f]{16})\.key")
 SIGNING_KEY_FILE = "ed25519.key"
 PUBLIC_KEY_FILE = "ed25519.pub"
 
@@ -412,10 +414,9 @@ class AuditLog:
         """Path of the current HMAC key file."""
         return os.path.join(self.home.security, RECEIPT_KEY_FILE)
 
-    @property
-    def retired_dir(self) -> str:
-        """Directory of retired HMAC keys."""
-        return os.path.join(self.home.security, RETIRED_KEYS_DIR)
+    def retired_key_path(self, key_id: str) -> str:
+        """Path of a retired HMAC key."""
+        return os.path.join(self.home.security, f"receipt.{key_id}.key")
 
     @property
     def signing_key_path(self) -> str:
@@ -520,16 +521,8 @@ class AuditLog:
         current = self._load_current_key()
         if current is not None:
             keys[current.id] = current.secret
-        try:
-            names = sorted(os.listdir(self.retired_dir))
-        except FileNotFoundError:
-            names = []
-        except OSError as exc:
-            raise StoreError(f"{self.retired_dir}: cannot list retired receipt keys: {exc.strerror}") from None
-        for name in names:
-            if not name.endswith(".key") or name.startswith("."):
-                continue
-            path = os.path.join(self.retired_dir, name)
+        for key_id in sorted(self._retired_ids()):
+            path = self.retired_key_path(key_id)
             data = _read_private_file(path, "retired receipt key")
             if data is None:
                 continue
@@ -538,7 +531,7 @@ class AuditLog:
         return keys
 
     def rotate_key(self, *, force: bool = False) -> tuple[str | None, str]:
-        """Start a new HMAC key; the old one moves to ``receipt-keys/`` so old entries verify.
+        """Start a new HMAC key; the old one is kept as ``receipt.<id>.key`` so old entries verify.
 
         Refuses when the log's current key is not available (missing or replaced key
         file) unless ``force``.  Returns ``(old key id or None, new key id)``.
@@ -557,9 +550,8 @@ class AuditLog:
                     f"{log_key} can then no longer be HMAC-checked)")
             _secure_dir(self.home.security)
             if current is not None:
-                _secure_dir(self.retired_dir)
-                _write_private_file(os.path.join(self.retired_dir, f"{current.id}.key"),
-                                    current.secret.hex().encode("ascii") + b"\n", replace=True)
+                _write_private_file(self.retired_key_path(current.id), current.secret.hex().encode("ascii") + b"\n",
+                                    replace=True)
             secret = os.urandom(32)
             new = _Key(rc.key_id_for(secret), secret)
             _write_private_file(self.key_path, secret.hex().encode("ascii") + b"\n", replace=True)
@@ -569,11 +561,12 @@ class AuditLog:
 
     def _retired_ids(self) -> set[str]:
         try:
-            return {n[:-4] for n in os.listdir(self.retired_dir) if n.endswith(".key") and not n.startswith(".")}
+            names = os.listdir(self.home.security)
         except FileNotFoundError:
             return set()
         except OSError as exc:
-            raise StoreError(f"{self.retired_dir}: cannot list retired receipt keys: {exc.strerror}") from None
+            raise StoreError(f"{self.home.security}: cannot list retired receipt keys: {exc.strerror}") from None
+        return {m.group(1) for m in map(_RETIRED_NAME.fullmatch, names) if m}
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -613,7 +606,7 @@ class AuditLog:
         except FileNotFoundError:
             on_disk = None
         if on_disk != pub_pem:
-            _write_private_file(self.public_key_path, pub_pem, replace=True, mode=0o644)
+            _write_private_file(self.public_key_path, pub_pem, replace=True)
         self._signer = private
         return private
 

@@ -472,7 +472,7 @@ def receipts_rotate_key(force: bool) -> None:
     finally:
         store.close()
     if old:
-        click.echo(f"rotated receipt key {old} -> {new}; {old} kept in security/receipt-keys/ so older "
+        click.echo(f"rotated receipt key {old} -> {new}; {old} kept as security/receipt.{old}.key so older "
                    "receipts still verify")
     else:
         click.echo(f"new receipt key {new}")
