@@ -553,3 +553,61 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
     layers += [Layer.NO_NEW_PRIVS.value, Layer.RLIMITS.value]
     return LaunchPlan(argv=tuple(argv), env=tuple(sorted(env.items())), cwd=spec.cwd, layers=tuple(layers),
                       preexec=tuple(runner_steps + helper_steps), timeout=spec.timeout, max_output=spec.max_output)
+
+
+# --------------------------------------------------------------------------- description
+
+
+def describe_enforcement(policy: Policy, probe: HostProbe, pids_cgroup: str | None = None) -> dict[str, object]:
+    """What a run under ``policy`` would enforce on this host, for ``clawshell doctor``.
+
+    Pure given the probe: returns ``{"layers", "refused", "items"}`` where ``items`` are
+    ``(topic, sentence)`` pairs in plain words.
+    """
+    spec = SandboxSpec(backend=policy.sandbox, best_effort=policy.best_effort)
+    try:
+        use_bwrap, use_ll, use_sc = _layers_for(spec, probe)
+        refused = None
+    except SandboxUnavailableError as exc:
+        return {"layers": [], "refused": str(exc), "items": [("refused", f"nothing would run: {exc}")]}
+    layers = [name for name, on in (("bwrap", use_bwrap), ("landlock", use_ll), ("seccomp", use_sc)) if on]
+    items: list[tuple[str, str]] = []
+    if not layers:
+        items.append(("none", "commands run unconfined (sandbox = none or best effort with nothing available)"))
+        return {"layers": [], "refused": refused, "items": items}
+    layers += ["no_new_privs", "rlimits"]
+    abi = probe.landlock_abi
+    if use_bwrap:
+        items.append(("filesystem", "bwrap mount namespace: / read-only, fresh /dev and /proc, empty /tmp, /run, "
+                                    "/var/tmp; /etc and /sys re-exposed entry by entry; forbidden paths covered "
+                                    "by empty read-only mounts; the workspace read-write"))
+        items.append(("protected", "protected paths bound read-only over themselves, missing ones covered by an "
+                                   "empty read-only mount point for the duration of the run; their parent "
+                                   "directories pinned so they cannot be renamed away"))
+        items.append(("processes", "own PID, IPC, UTS and cgroup namespaces, new session (no controlling "
+                                   "terminal), killed with the parent, all capabilities dropped"))
+    if use_ll:
+        items.append(("landlock", f"Landlock ABI {abi}: read+execute on system dirs, toolchains on PATH and "
+                                  "HOME minus its secrets; read on the /etc allow-list and /proc; read-write on "
+                                  "the workspace, the private temp dir and the policy's writable caches"
+                                  + ("; TCP bind/connect denied unless the network is on" if abi >= 4 else
+                                     "; TCP not restricted by Landlock before ABI 4")
+                                  + ("; signals and abstract unix sockets scoped to the sandbox" if abi >= 6 else
+                                     "")))
+        if not use_bwrap:
+            items.append(("protected", "Landlock cannot subtract a path from a grant, so the workspace root "
+                                       "and .git itself stay read-only (new top-level entries and git commits "
+                                       "fail); every existing entry except the protected ones is writable"))
+            items.append(("unix sockets", "socket(AF_UNIX) denied: without a mount namespace the host's "
+                                          "sockets (docker, systemd) would be reachable"))
+    if use_sc:
+        items.append(("seccomp", "denied: Docker's default blocked set, ptrace, process_vm_*, io_uring, bpf, "
+                                 "perf_event_open, keyrings, userfaultfd, the mount API, unshare/setns, clone "
+                                 "with namespace flags (clone3 -> ENOSYS), TIOCSTI/TIOCLINUX, and sockets other "
+                                 "than AF_UNIX while the network is off"))
+    items.append(("limits", "timeout kills the whole tree; RLIMIT_FSIZE 16 GiB, RLIMIT_AS 64 GiB, RLIMIT_NOFILE "
+                            "16384, RLIMIT_CORE 0; process count capped by "
+                            + ("a pids cgroup" if pids_cgroup else "a watchdog (no writable pids cgroup)")))
+    items.append(("network", "on for every command" if policy.network else
+                  "off unless the verdict grants it" + (" (own network namespace)" if use_bwrap else "")))
+    return {"layers": layers, "refused": refused, "items": items}

@@ -159,7 +159,7 @@ def pids_cgroup_parent() -> str | None:
             parts = line.split(":", 2)
             if len(parts) == 3 and "pids" in parts[1].split(","):
                 own = parts[2]
-        base = os.path.join(v1, own.lstrip("/")) if own else v1
+        base = os.path.join(v1, own.strip("/")).rstrip("/") if own.strip("/") else v1
         if os.access(base, os.W_OK):
             return base
     root = "/sys/fs/cgroup"
