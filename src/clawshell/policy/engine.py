@@ -227,7 +227,7 @@ class _State:
 
     def check_path(self, word: str, mode: str, matched: str) -> bool:
         """Check one path word; returns True when some target is outside every writable root."""
-        if not word or "{}" in word:
+        if not word or "{}" in word or word.startswith(("<(", ">(")):
             return False
         outside = False
         for cwd in self.cwds:
@@ -413,7 +413,8 @@ def _command(st: _State, cmd: SimpleCommand, depth: int = 0) -> None:
 
     if st.autonomy is Autonomy.READONLY:
         writes = any(m != scores.READ for _, m in facts.paths)
-        if facts.mutates or writes or cmd.inline_code is not None or escalated:
+        code = cmd.inline_code is not None and cmd.inline_code[0] not in ("awk", "gawk", "mawk", "nawk", "sed", "jq")
+        if facts.mutates or writes or code or escalated:
             st.add("autonomy.readonly", Decision.DENY, f"readonly autonomy: {name} can change state", matched,
                    alternative=ALTERNATIVES["autonomy.readonly"])
 

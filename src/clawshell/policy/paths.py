@@ -94,9 +94,12 @@ class Entry:
         return "/" + "/".join(self.parts)
 
 
+_GLOB_RE = re.compile(r"[*?\[]")
+
+
 def is_glob(text: str) -> bool:
     """True when ``text`` contains a shell glob character."""
-    return any(c in GLOB_CHARS for c in text)
+    return _GLOB_RE.search(text) is not None
 
 
 def split(path: str) -> tuple[str, ...]:
@@ -209,30 +212,27 @@ class PathTable:
 
     def __init__(self, entries: Iterable[Entry]):
         self.entries: tuple[Entry, ...] = tuple(entries)
-        # Bucket by first component for speed; glob first components go everywhere.
-        self._by_first: dict[str, list[Entry]] = {}
-        self._wild: list[Entry] = []
-        self._root: list[Entry] = []
+        # literal entries by their whole component tuple: a lookup probes each prefix
+        self._literal: dict[tuple[str, ...], list[Entry]] = {}
+        self._globs: list[Entry] = []
         for e in self.entries:
-            if not e.parts:
-                self._root.append(e)
-            elif is_glob(e.parts[0]):
-                self._wild.append(e)
+            if e.literal == len(e.parts):
+                self._literal.setdefault(e.parts, []).append(e)
             else:
-                self._by_first.setdefault(e.parts[0], []).append(e)
-
-    def _candidates(self, first: str | None) -> list[Entry]:
-        out = list(self._root)
-        if first is not None:
-            out += self._by_first.get(first, ())
-        out += self._wild
-        return out
+                self._globs.append(e)
 
     def lookup(self, parts: Sequence[str]) -> Entry | None:
         """Most specific entry containing the path ``parts`` (deny wins a full tie)."""
         best: Entry | None = None
         best_key: tuple[int, int, int] = (-1, -1, -1)
-        for e in self._candidates(parts[0] if parts else None):
+        parts = tuple(parts)
+        lit = self._literal
+        for n in range(len(parts) + 1):
+            for e in lit.get(parts[:n], ()):
+                key = (n, n, int(e.kind))
+                if key > best_key:
+                    best, best_key = e, key
+        for e in self._globs:
             n = len(e.parts)
             if n > len(parts):
                 continue

@@ -357,8 +357,8 @@ FORK_BOMB_NOT_MATCH = ("f() { echo hi; }; f", "g() { ls | wc -l; }; g; g")
 """Examples that are not fork bombs (tests)."""
 
 _BOMB_RES = (
-    re.compile(r"([^\s(){};|&]+)\(\)\{\1\|\1&"),
-    re.compile(r"function\s+([^\s(){};|&]+)\s*(?:\(\))?\s*\{\s*\1\s*\|\s*\1\s*&"),
+    re.compile(r"([^\s(){};|&]{1,64})\(\)\{\1\|\1&"),
+    re.compile(r"function\s+([^\s(){};|&]{1,64})\s*(?:\(\))?\s*\{\s*\1\s*\|\s*\1\s*&"),
 )
 
 
@@ -366,13 +366,15 @@ def fork_bomb(parsed: ParseResult) -> str | None:
     """The fork-bomb text when ``parsed`` defines a function that spawns itself in the
     background or through a pipe to itself, else None.  Works on the source text too,
     so it catches bombs the parser could not read."""
-    squeezed = re.sub(r"\s+", "", parsed.source)
-    m = _BOMB_RES[0].search(squeezed)
-    if m:
-        return m.group(0)
-    m = _BOMB_RES[1].search(parsed.source)
-    if m:
-        return m.group(0)
+    src = parsed.source
+    if "{" in src and "|" in src and "&" in src:
+        squeezed = re.sub(r"\s+", "", src)
+        m = _BOMB_RES[0].search(squeezed) if "(){" in squeezed else None
+        if m:
+            return m.group(0)
+        m = _BOMB_RES[1].search(src) if "function" in src else None
+        if m:
+            return m.group(0)
     for f in parsed.functions:
         calls = [c for c in parsed.commands if c.name == f]
         if len(calls) >= 3 and any(c.background for c in calls):

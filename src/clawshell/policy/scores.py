@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
+from .rules import git_split
+
 DRIFT_BONUS = 10
 """Added to a compound command with two or more distinct actions at or above ``warn``."""
 
@@ -632,8 +634,6 @@ GIT_READ = frozenset({
 
 
 def _git(argv: Sequence[str]) -> Facts:
-    from .rules import git_split
-
     gopts, rest = git_split(argv)
     f = Facts("git_stage")
     for o, v in gopts:
