@@ -110,10 +110,30 @@ def _bashlex() -> Any:
         from bashlex import ast as bast
         from bashlex import errors as berrors
         from bashlex import parser as bparser
+        from bashlex import subst as bsubst
 
         _patch_grammar(bparser, bast)
+        _patch_subst(bsubst, bast)
         _BASHLEX = (bashlex, berrors)
     return _BASHLEX
+
+
+def _patch_subst(bsubst: Any, bast: Any) -> None:
+    """Stop bashlex looping forever on ``${`` without a closing brace.
+
+    ``subst._paramexpand`` uses ``str.find('}')`` and, when it returns -1, hands back
+    index 0, so the word expansion restarts from the beginning for ever (reachable with
+    valid bash such as ``$'${'``).  An unclosed ``${`` now runs to the end of the word.
+    """
+    original = bsubst._paramexpand
+
+    def _paramexpand(parserobj: Any, string: str, sindex: int) -> Any:
+        if string.startswith("${", sindex) and string.find("}", sindex + 2) < 0:
+            node = bast.node(kind="parameter", value=string[sindex + 2:], pos=(sindex, len(string)))
+            return node, len(string)
+        return original(parserobj, string, sindex)
+
+    bsubst._paramexpand = _paramexpand
 
 
 def _patch_grammar(bparser: Any, bast: Any) -> None:
@@ -195,6 +215,10 @@ def _patch_grammar(bparser: Any, bast: Any) -> None:
 # --------------------------------------------------------------------------- masking scanner
 
 
+class _Exhausted(Exception):
+    """The masker's scan budget ran out (adversarially nested input)."""
+
+
 class _Masker:
     """Shell-aware scanner that finds what bashlex cannot parse and where words end.
 
@@ -211,6 +235,16 @@ class _Masker:
         self.masks: dict[int, tuple[int, str]] = {}
         self.pending: list[tuple[str, bool]] = []
         self.content = False
+        # Look-ahead scans (paren_end, cond_end ...) can revisit text; a step budget
+        # linear in the input keeps adversarial nesting from going quadratic.
+        self.steps = 48 * self.n + 20000
+        self._paren_memo: dict[int, int | None] = {}
+
+    def spend(self, count: int) -> None:
+        """Use ``count`` steps of the scan budget; raise _Exhausted when it is gone."""
+        self.steps -= count
+        if self.steps < 0:
+            raise _Exhausted()
 
     # ---- entry points
 
@@ -242,6 +276,7 @@ class _Masker:
         Returns the index just after the closer, or ``len(text)``.
         """
         t, n = self.t, self.n
+        self.spend(1)
         at_start = True
         assign_ok = True
         depth = 0
@@ -453,6 +488,7 @@ class _Masker:
     def dquote(self, i: int) -> int:
         """Index after the closing ``"`` of a double-quoted string whose body starts at ``i``."""
         t, n = self.t, self.n
+        self.spend(1)
         while i < n:
             c = t[i]
             if c == "\\":
@@ -529,9 +565,19 @@ class _Masker:
 
     def paren_end(self, i: int) -> int | None:
         """Index after the ``)`` matching the ``(`` at ``i`` (quote-aware), or None."""
+        if i in self._paren_memo:
+            return self._paren_memo[i]
+        end = self._paren_end(i)
+        self._paren_memo[i] = end
+        return end
+
+    def _paren_end(self, i: int) -> int | None:
         t, n = self.t, self.n
         depth = 0
+        start = i
         while i < n:
+            if not (i - start) & 255:
+                self.spend(256)
             c = t[i]
             if c == "\\":
                 i += 2
@@ -571,7 +617,10 @@ class _Masker:
         """For ``[`` at ``i`` (``$[``): index after the matching ``]``."""
         depth = 0
         t, n = self.t, self.n
+        start = i
         while i < n:
+            if not (i - start) & 255:
+                self.spend(256)
             c = t[i]
             if c == "[":
                 depth += 1
@@ -586,7 +635,10 @@ class _Masker:
         """Index after the ``]]`` closing a ``[[`` whose body starts at ``i``, or None."""
         t, n = self.t, self.n
         regex_next = False
+        start = i
         while i < n:
+            if not (i - start) & 255:
+                self.spend(256)
             c = t[i]
             if c in " \t\n":
                 i += 1
@@ -804,7 +856,7 @@ class _Word:
 class _Unit:
     """One piece of shell code being walked: its text, masks, depth and context."""
 
-    __slots__ = ("code", "masks", "depth", "via", "anchor", "exact", "masker", "_scratch")
+    __slots__ = ("code", "masks", "depth", "via", "anchor", "exact", "masker", "_scratch", "_starts")
 
     def __init__(self, code: str, masker: _Masker, depth: int, via: tuple[str, ...], anchor: int, exact: bool):
         self.code = code
@@ -815,6 +867,20 @@ class _Unit:
         self.anchor = anchor
         self.exact = exact
         self._scratch: _Masker | None = None
+        self._starts: tuple[list[int], list[int]] | None = None
+
+    def outer_masks(self) -> tuple[list[int], list[int]]:
+        """Sorted (starts, ends) of the outermost masked regions (masks can nest)."""
+        if self._starts is None:
+            starts: list[int] = []
+            ends: list[int] = []
+            for start in sorted(self.masks):
+                if ends and start < ends[-1]:
+                    continue
+                starts.append(start)
+                ends.append(self.masks[start][0])
+            self._starts = (starts, ends)
+        return self._starts
 
     def scratch(self) -> _Masker:
         """A masker over this code for finding word/substitution ends (state reset)."""
@@ -836,7 +902,11 @@ class _Parser:
         self.max_depth = max_depth
         self.commands: list[SimpleCommand] = []
         self.problems: list[ParseProblem] = []
+        self._problem_set: set[ParseProblem] = set()
         self.functions: list[str] = []
+        # Total characters handed to bashlex: nested code (eval/bash -c/substitutions) is
+        # parsed again at each level, so cap the sum at a few times the input.
+        self.budget = 2 * len(source) + 65536
 
     def result(self) -> ParseResult:
         """The collected :class:`ParseResult`."""
@@ -850,7 +920,8 @@ class _Parser:
     def problem(self, kind: str, message: str, position: int | None) -> None:
         """Record a problem once."""
         item = ParseProblem(kind, message, position)
-        if item not in self.problems:
+        if item not in self._problem_set:
+            self._problem_set.add(item)
             self.problems.append(item)
 
     # ---- code
@@ -861,11 +932,18 @@ class _Parser:
         if depth > self.max_depth:
             self.problem("too_deep", f"nesting deeper than {self.max_depth} levels is not followed", anchor)
             return
+        if len(code) > self.budget:
+            self.problem("too_large", "nested code exceeds the analysis budget; not parsed", anchor)
+            return
+        self.budget -= len(code)
         masker = _Masker(code)
         try:
             masker.scan()
         except RecursionError:
             self.problem("too_deep", "nesting too deep to scan", anchor)
+            return
+        except _Exhausted:
+            self.problem("unsupported", "input too intricate to analyse", anchor)
             return
         if not masker.content:
             return
@@ -958,10 +1036,13 @@ class _Parser:
     @staticmethod
     def inside_mask(unit: _Unit, start: int, end: int) -> bool:
         """True when [start, end) lies inside a masked region but does not start it."""
-        for mstart, (mend, _kind) in unit.masks.items():
-            if mstart < start < mend:
-                return True
-        return False
+        if not unit.masks:
+            return False
+        from bisect import bisect_left
+
+        starts, ends = unit.outer_masks()
+        k = bisect_left(starts, start) - 1
+        return k >= 0 and ends[k] > start
 
     def redirect_only(self, node: Any, unit: _Unit, bg: bool) -> None:
         """Redirects on a compound command become a redirect-only simple command."""
@@ -1247,14 +1328,16 @@ class _Parser:
     def _check_subs(self, node: Any, subs: list[_Sub], unit: _Unit) -> None:
         """Record a problem if bashlex saw a substitution where we did not (or elsewhere).
 
-        bashlex ends a substitution right after its last command, before any trailing
-        blanks, ``;`` or comment; anything else between its end and ours is a disagreement.
+        bashlex ends a substitution right after its last command (before trailing blanks,
+        ``;``, comments and here-doc bodies); anything else between its end and ours is a
+        disagreement.
         """
         parts = getattr(node, "parts", None) or ()
         ours = {s.span[0]: s.span[1] for s in subs}
         for part in parts:
             if part.kind in ("commandsubstitution", "processsubstitution"):
                 start, end = part.pos
+                end = max(end, _heredoc_end(getattr(part, "command", None)) + 1)
                 mine = ours.get(start)
                 if mine is None or end > mine or not _only_filler(unit.code[max(end - 1, start):mine - 1]):
                     self.problem("unsupported", "could not agree on where a command substitution ends",
@@ -1300,6 +1383,25 @@ class _Parser:
                     self.problem("dynamic_eval", f"{inner.label} runs code built from expansions", position)
                 self.parse_code(inner.code, depth=depth + 1, via=cmd.via + (inner.label,),
                                 background=cmd.background, anchor=position, exact=False)
+
+
+def _heredoc_end(node: Any, depth: int = 0) -> int:
+    """The largest end position of a here-doc body inside a bashlex tree (-1 if none)."""
+    if node is None or depth > 200:
+        return -1
+    best = -1
+    heredoc = getattr(node, "heredoc", None)
+    if heredoc is not None:
+        best = heredoc.pos[1]
+    for attr in ("parts", "list", "redirects"):
+        for child in getattr(node, attr, None) or ():
+            if hasattr(child, "kind"):
+                best = max(best, _heredoc_end(child, depth + 1))
+    for attr in ("command", "body", "output"):
+        child = getattr(node, attr, None)
+        if hasattr(child, "kind"):
+            best = max(best, _heredoc_end(child, depth + 1))
+    return best
 
 
 def _only_filler(text: str) -> bool:
@@ -1836,12 +1938,12 @@ class _Interp:
     """Command-line shape of one interpreter family."""
 
     __slots__ = ("language", "code_chars", "arg_chars", "attached_chars", "stop_chars", "long_code", "long_arg",
-                 "long_stop", "code_ends_options", "cluster_code_next")
+                 "long_stop", "code_ends_options", "cluster_code_next", "octal_chars")
 
     def __init__(self, language: str, code_chars: str, arg_chars: str = "", attached_chars: str = "",
                  stop_chars: str = "", long_code: Iterable[str] = (), long_arg: Iterable[str] = (),
                  long_stop: Iterable[str] = ("--version", "--help"), code_ends_options: bool = False,
-                 cluster_code_next: bool = False) -> None:
+                 cluster_code_next: bool = False, octal_chars: str = "") -> None:
         self.language = language
         self.code_chars = code_chars
         self.arg_chars = arg_chars
@@ -1852,12 +1954,14 @@ class _Interp:
         self.long_stop = frozenset(long_stop)
         self.code_ends_options = code_ends_options
         self.cluster_code_next = cluster_code_next
+        # letters taking optional attached octal digits (-l, -0) before more letters
+        self.octal_chars = octal_chars
 
 
 _PYTHON = _Interp("python", "c", arg_chars="WXQ", stop_chars="mVh?", long_arg=("--check-hash-based-pycs",),
                   code_ends_options=True)
-_PERL = _Interp("perl", "eE", arg_chars="I", attached_chars="Mmilx0CdD", stop_chars="vhV")
-_RUBY = _Interp("ruby", "e", arg_chars="IrCE", attached_chars="Fx0iTWK", stop_chars="h", long_stop=("--version", "--help"))
+_PERL = _Interp("perl", "eE", arg_chars="I", attached_chars="MmixCdD", stop_chars="vhV", octal_chars="l0")
+_RUBY = _Interp("ruby", "e", arg_chars="IrCE", attached_chars="FxiK", stop_chars="h", octal_chars="0TW")
 _NODE = _Interp("node", "ep", arg_chars="rC", stop_chars="vh", long_code=("--eval", "--print"),
                 long_arg=("--require", "--import", "--loader", "--experimental-loader", "--conditions",
                           "--input-type", "--title", "--inspect-port"),
@@ -1942,6 +2046,13 @@ def _interp_code(cmd: SimpleCommand, spec: _Interp) -> tuple[str, str] | None:
                 if ch in spec.attached_chars:
                     break
                 j += 1
+                if ch in spec.octal_chars:
+                    if ch == "0" and a[j:j + 1] in ("x", "X"):
+                        j += 1
+                        while j < len(a) and a[j] in "0123456789abcdefABCDEF":
+                            j += 1
+                    while j < len(a) and a[j] in "01234567":
+                        j += 1
             i += step
             if found and spec.code_ends_options:
                 break
