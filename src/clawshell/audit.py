@@ -1053,14 +1053,14 @@ def verify_export(lines: Iterable[str], *, source: str = "<export>",
                 seq = int(obj["seq"])
                 prev_hash, stored, key_id = str(obj["prev_hash"]), str(obj["entry_hash"]), str(obj["key_id"])
                 index = obj["index"]
-                if not isinstance(index, list) or len(index) != 4 or \
-                        not all(v is None or isinstance(v, str) for v in index):
+                if type(index) is not list or len(index) != 4 or \
+                        any(v is not None and type(v) is not str for v in index):
                     raise ValueError("index must be a list of 4 strings or nulls")
-                index = tuple(index)
                 body = raw_body if raw_body is not None else canon(obj["body"])
-                if raw_body is not None and \
-                        sha256(material(seq, prev_hash, key_id, index, body)).hexdigest() != stored:
+                digest = sha256(material(seq, prev_hash, key_id, index, body)).hexdigest()
+                if digest != stored and raw_body is not None:
                     body = canon(loads(line)["body"])  # re-serialized by a shipper: canonicalize
+                    digest = sha256(material(seq, prev_hash, key_id, index, body)).hexdigest()
             except (KeyError, TypeError, ValueError) as exc:
                 problems.add(expected or 0, "malformed", f"line {number}: bad entry line ({exc})")
                 continue
@@ -1083,7 +1083,7 @@ def verify_export(lines: Iterable[str], *, source: str = "<export>",
                     break
                 hashes.extend(bytes(32 * (seq - expected)))
                 linked = False
-            if sha256(material(seq, prev_hash, key_id, index, body)).hexdigest() != stored:
+            if digest != stored:
                 problems.add(seq, "hash_mismatch", "the entry does not match its hash: a field was edited")
             elif linked and prev_hash != prev:
                 problems.add(seq, "prev_hash_mismatch", f"prev_hash does not match entry {seq - 1}: entries "

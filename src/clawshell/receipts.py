@@ -224,27 +224,22 @@ def index_of(record: Mapping[str, Any]) -> Index:
     return tuple(v if isinstance(v, str) else None for v in values)  # type: ignore[return-value]
 
 
-def _json_bytes(value: str) -> bytes:
-    if value.isascii() and value.isalnum():  # hex hashes and key ids: nothing to escape
-        return b'"%s"' % value.encode("ascii")
-    return _encoder.encode(value).encode("ascii")
-
-
-def _index_bytes(index: Index) -> bytes:
-    return b"[%s]" % b",".join(b"null" if v is None else _quote(v).encode("ascii") for v in index)
-
-
 def entry_material(seq: int, prev_hash: str, key_id: str, index: Index, body: str | bytes) -> bytes:
     """The bytes an entry hash is taken over (domain tag + canonical JSON).
 
     Equal to ``ENTRY_DOMAIN + canonical_json({"body": json.loads(body), "index":
     list(index), "key_id": key_id, "prev_hash": prev_hash, "seq": seq, "v": 1})`` when
-    ``body`` is canonical (given as text, or as its UTF-8 bytes).
+    ``body`` is canonical (given as text, or as its UTF-8 bytes).  Written out flat:
+    verify calls this once per entry.
     """
     if isinstance(body, str):
         body = body.encode("utf-8", "surrogatepass")
-    return b'%s{"body":%s,"index":%s,"key_id":%s,"prev_hash":%s,"seq":%d,"v":1}' % (
-        ENTRY_DOMAIN, body, _index_bytes(index), _json_bytes(key_id), _json_bytes(prev_hash), int(seq))
+    session, tool, decision, when = index
+    tail = '"index":[%s,%s,%s,%s],"key_id":%s,"prev_hash":%s,"seq":%d,"v":1}' % (
+        "null" if session is None else _quote(session), "null" if tool is None else _quote(tool),
+        "null" if decision is None else _quote(decision), "null" if when is None else _quote(when),
+        _quote(key_id), _quote(prev_hash), seq)
+    return b'%s{"body":%s,%s' % (ENTRY_DOMAIN, body, tail.encode("ascii"))
 
 
 def entry_hash(seq: int, prev_hash: str, key_id: str, index: Index, body: str | bytes) -> str:
