@@ -33,7 +33,6 @@ import errno
 import hashlib
 import json
 import os
-import re
 import stat
 import time as _time
 from typing import IO, Any, Callable, Iterable, Iterator, Mapping, NamedTuple
@@ -47,7 +46,6 @@ CHECKPOINT_EVERY = 1000
 """Entries between two signed checkpoints."""
 
 RECEIPT_KEY_FILE = "receipt.key"
-_RETIRED_NAME = re.compile(r"receipt\.([0-9a-f]{16})\.key")
 SIGNING_KEY_FILE = "ed25519.key"
 PUBLIC_KEY_FILE = "ed25519.pub"
 
@@ -566,7 +564,9 @@ class AuditLog:
             return set()
         except OSError as exc:
             raise StoreError(f"{self.home.security}: cannot list retired receipt keys: {exc.strerror}") from None
-        return {m.group(1) for m in map(_RETIRED_NAME.fullmatch, names) if m}
+        # receipt.<16 hex>.key
+        return {n[8:24] for n in names if n.startswith("receipt.") and n.endswith(".key") and len(n) == 28
+                and rc.is_hex(n[8:24], 16)}
 
     # ------------------------------------------------------------------ checkpoints
 

@@ -34,7 +34,6 @@ import enum
 import hashlib
 import hmac as _hmac
 import json
-import re
 from dataclasses import fields, is_dataclass
 from typing import Any, Callable, Mapping, NamedTuple
 
@@ -321,9 +320,13 @@ def format_line(seq: int, entry_hash_hex: str, hmac_hex: str, key_id: str) -> st
             f"hmac={hmac_hex[:HMAC_PREFIX_LEN]} key={key_id}")
 
 
-_FIELD = re.compile(r"([a-z_]+)=(\S*)")
-_HEX = re.compile(r"[0-9a-f]+")
-_KEY_ID = re.compile(r"[0-9a-f]{16}")
+_HEX_DIGITS = frozenset("0123456789abcdef")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz_")
+
+
+def is_hex(text: str, length: int) -> bool:
+    """True when ``text`` is exactly ``length`` lower-case hex digits."""
+    return len(text) == length and _HEX_DIGITS.issuperset(text)
 
 
 def parse_line(text: str) -> ReceiptLine:
@@ -344,17 +347,16 @@ def parse_line(text: str) -> ReceiptLine:
         raise ReceiptParseError("receipt line has nothing after the tag (expected v1 seq=... entry=... "
                                 "hmac=... key=...)")
     version_word, *pairs = words
-    if not re.fullmatch(r"v\d+", version_word):
+    if not (version_word[:1] == "v" and version_word[1:].isascii() and version_word[1:].isdigit()):
         raise ReceiptParseError(f"receipt line: expected a version like 'v1' after the tag, got {version_word[:20]!r}")
     version = int(version_word[1:])
     if version != FORMAT_VERSION:
         raise ReceiptParseError(f"receipt line: unsupported version v{version} (this clawshell reads v{FORMAT_VERSION})")
     seen: dict[str, str] = {}
     for word in pairs:
-        m = _FIELD.fullmatch(word)
-        if not m:
+        name, sep, value = word.partition("=")
+        if not sep or not name or not _NAME_CHARS.issuperset(name):
             raise ReceiptParseError(f"receipt line: {word[:40]!r} is not a name=value field")
-        name, value = m.group(1), m.group(2)
         if name not in ("seq", "entry", "hmac", "key"):
             raise ReceiptParseError(f"receipt line: unknown field {name!r}")
         if name in seen:
@@ -367,10 +369,10 @@ def parse_line(text: str) -> ReceiptLine:
     if not seq_text.isascii() or not seq_text.isdigit() or seq_text.startswith("0") or len(seq_text) > 18:
         raise ReceiptParseError(f"receipt line: seq must be a positive integer, got {seq_text[:20]!r}")
     entry, mac, key = seen["entry"], seen["hmac"], seen["key"]
-    if len(entry) != ENTRY_PREFIX_LEN or not _HEX.fullmatch(entry):
+    if not is_hex(entry, ENTRY_PREFIX_LEN):
         raise ReceiptParseError(f"receipt line: entry must be {ENTRY_PREFIX_LEN} lower-case hex digits")
-    if len(mac) != HMAC_PREFIX_LEN or not _HEX.fullmatch(mac):
+    if not is_hex(mac, HMAC_PREFIX_LEN):
         raise ReceiptParseError(f"receipt line: hmac must be {HMAC_PREFIX_LEN} lower-case hex digits")
-    if not _KEY_ID.fullmatch(key):
+    if not is_hex(key, 16):
         raise ReceiptParseError("receipt line: key must be a 16-hex-digit key id")
     return ReceiptLine(version=version, seq=int(seq_text), entry=entry, hmac=mac, key_id=key)
