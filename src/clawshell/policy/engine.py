@@ -445,9 +445,10 @@ def _command(st: _State, cmd: SimpleCommand, depth: int = 0) -> None:
     score = scores.score_of(action, c.overrides)
     if allow_rule is not None and allow_rule.rule.score is not None:
         action, score = allow_rule.rule.id, allow_rule.rule.score
-    # one part per simple command: its action, or a matched rule scoring higher
-    part = max([(action, score), *rule_scores], key=lambda x: x[1])
-    st.parts.append(part)
+    # one part per simple command, named by its action (drift counts distinct actions);
+    # a matched rule with a higher score raises the part's score
+    part_score = max([score, *(s for _, s in rule_scores)])
+    st.parts.append((action, part_score))
     desc = scores.ACTIONS[action][1] if action in scores.ACTIONS else f"rule {action}"
     st.add("actions.score", st.score_decision(score), f"{action} scores {score}: {desc}", matched, score)
 
