@@ -28,12 +28,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .model import Decision
+from .pipeline import unwrap_claude_envelope, unwrap_codex_wrapper
+
+__all__ = ["run_hook", "parse_claude", "parse_codex", "parse_gemini", "apply_patch_targets",
+           "unwrap_claude_envelope", "unwrap_codex_wrapper", "answer_for", "deny_answer", "HookAnswer",
+           "HookCall", "PayloadError", "AGENTS", "EXIT_BLOCK"]
 
 AGENTS = ("claude", "codex", "gemini")
 """Agents with a hook front door."""
@@ -76,92 +80,6 @@ class HookAnswer:
     """Reason for a blocking exit, else empty."""
     exit: int
     """Exit status."""
-
-
-# --------------------------------------------------------------------------- Claude's envelope
-
-_SNAPSHOT = r"""(?:'[^']*/\.claude/shell-snapshots/snapshot-[A-Za-z0-9._-]+\.sh'|"[^"$`\\]*/\.claude/shell-snapshots/snapshot-[A-Za-z0-9._-]+\.sh"|[^\s'"$`\\;&|<>]*/\.claude/shell-snapshots/snapshot-[A-Za-z0-9._-]+\.sh)"""
-_SCAFFOLD = [re.compile(p) for p in (
-    rf"(?:source|\.) +{_SNAPSHOT}(?: +2>/dev/null)?(?: +\|\| +true)?",
-    r"shopt -u extglob(?: +2>/dev/null)?(?: +\|\| +true)?",
-    r"setopt +NO_EXTENDED_GLOB(?: +2>/dev/null)?(?: +\|\| +true)?",
-    r"\{ *shopt -u extglob *\|\| *setopt +NO_EXTENDED_GLOB *; *\} *>/dev/null +2>&1(?: +\|\| +true)?",
-)]
-_CWD_FILE = r"""(?:'[^']*/claude-[A-Za-z0-9_-]+-cwd'|"[^"$`\\]*/claude-[A-Za-z0-9_-]+-cwd"|[^\s'"$`\\;&|<>]*/claude-[A-Za-z0-9_-]+-cwd)"""
-_SUFFIX = re.compile(rf"\s*(?:\\?<\s*/dev/null\s*)?(?:&&\s*pwd +-P +>\|\s*{_CWD_FILE}\s*)?")
-
-
-def _shell_word(text: str, pos: int) -> tuple[str, int] | None:
-    """Decode one static shell word starting at ``pos``: single quotes, ``\\x``
-    escapes, double quotes without expansions.  None when it has an expansion."""
-    out: list[str] = []
-    i = pos
-    n = len(text)
-    while i < n and not text[i].isspace() and text[i] not in ";&|<>()":
-        ch = text[i]
-        if ch == "'":
-            end = text.find("'", i + 1)
-            if end < 0:
-                return None
-            out.append(text[i + 1:end])
-            i = end + 1
-        elif ch == "\\":
-            if i + 1 >= n:
-                return None
-            out.append(text[i + 1])
-            i += 2
-        elif ch == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                c = text[i]
-                if c in "$`":
-                    return None
-                if c == "\\" and i + 1 < n and text[i + 1] in '"\\$`\n':
-                    out.append(text[i + 1])
-                    i += 2
-                    continue
-                out.append(c)
-                i += 1
-            if i >= n:
-                return None
-            i += 1
-        elif ch in "$`*?[{~":
-            return None
-        else:
-            out.append(ch)
-            i += 1
-    if i == pos:
-        return None
-    return "".join(out), i
-
-
-def unwrap_claude_envelope(text: str) -> str | None:
-    """The model's command inside a Claude Code Bash envelope, or None.
-
-    The envelope is scaffolding joined by ``&&``: source the shell snapshot
-    (``~/.claude/shell-snapshots/snapshot-*.sh``), turn extglob off, ``eval
-    'MODEL_COMMAND'`` with stdin from /dev/null, then ``pwd -P >| /tmp/claude-XXXX-cwd``.
-    Only that exact shape is recognised: anything else around the ``eval`` (another
-    command, a different file sourced) returns None and the whole text is judged.
-    """
-    match = re.search(r"(?:^|&&\s*)eval\s+", text)
-    if match is None:
-        return None
-    prefix = text[:match.start()].strip()
-    if prefix:
-        for piece in prefix.split("&&"):
-            piece = piece.strip()
-            if not piece:
-                continue
-            if not any(p.fullmatch(piece) for p in _SCAFFOLD):
-                return None
-    word = _shell_word(text, match.end())
-    if word is None:
-        return None
-    command, end = word
-    if not _SUFFIX.fullmatch(text, end):
-        return None
-    return command
 
 
 # --------------------------------------------------------------------------- payloads

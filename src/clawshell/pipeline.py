@@ -891,3 +891,131 @@ def record_refusal(*, tool: str, subject: str, reason: str, workspace: str, sess
             store.close()
     except Exception:
         return None
+
+
+# --------------------------------------------------------------------------- agent envelopes
+# Agents wrap the model's command in scaffolding of their own.  The whole text still
+# runs (in the sandbox); the policy judges the model's command.  Only exact, known
+# shapes are recognised: anything else is judged as a whole.
+
+_SNAPSHOT_RE = (r"""(?:'[^']*/\.claude/shell-snapshots/snapshot-[A-Za-z0-9._-]+\.sh'"""
+                r"""|"[^"$`\\]*/\.claude/shell-snapshots/snapshot-[A-Za-z0-9._-]+\.sh\""""
+                r"""|[^\s'"$`\\;&|<>]*/\.claude/shell-snapshots/snapshot-[A-Za-z0-9._-]+\.sh)""")
+_CWD_FILE_RE = (r"""(?:'[^']*/claude-[A-Za-z0-9_-]+-cwd'|"[^"$`\\]*/claude-[A-Za-z0-9_-]+-cwd\""""
+                r"""|[^\s'"$`\\;&|<>]*/claude-[A-Za-z0-9_-]+-cwd)""")
+_CODEX_WRAPPERS = frozenset({'. "$1" && shift && exec "$@"', 'source "$1" && shift && exec "$@"'})
+
+
+def _envelope_patterns() -> tuple[Any, list[Any], Any]:
+    global _ENVELOPE_PATTERNS
+    try:
+        return _ENVELOPE_PATTERNS
+    except NameError:
+        pass
+    import re
+
+    scaffold = [re.compile(p) for p in (
+        rf"(?:source|\.) +{_SNAPSHOT_RE}(?: +2>/dev/null)?(?: +\|\| +true)?",
+        r"shopt -u extglob(?: +2>/dev/null)?(?: +\|\| +true)?",
+        r"setopt +NO_EXTENDED_GLOB(?: +2>/dev/null)?(?: +\|\| +true)?",
+        r"\{ *shopt -u extglob *\|\| *setopt +NO_EXTENDED_GLOB *; *\} *>/dev/null +2>&1(?: +\|\| +true)?",
+    )]
+    _ENVELOPE_PATTERNS = (re.compile(r"(?:^|&&\s*)eval\s+"), scaffold,
+                          re.compile(rf"\s*(?:\\?<\s*/dev/null\s*)?(?:&&\s*pwd +-P +>\|\s*{_CWD_FILE_RE}\s*)?"))
+    return _ENVELOPE_PATTERNS
+
+
+def _static_word(text: str, pos: int) -> tuple[str, int] | None:
+    """Decode one static shell word at ``pos`` (single quotes, ``\\x``, double quotes
+    without expansions); None when it has an expansion or is unterminated."""
+    out: list[str] = []
+    i, n = pos, len(text)
+    while i < n and not text[i].isspace() and text[i] not in ";&|<>()":
+        ch = text[i]
+        if ch == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                return None
+            out.append(text[i + 1:end])
+            i = end + 1
+        elif ch == "\\":
+            if i + 1 >= n:
+                return None
+            out.append(text[i + 1])
+            i += 2
+        elif ch == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                c = text[i]
+                if c in "$`":
+                    return None
+                if c == "\\" and i + 1 < n and text[i + 1] in '"\\$`\n':
+                    out.append(text[i + 1])
+                    i += 2
+                    continue
+                out.append(c)
+                i += 1
+            if i >= n:
+                return None
+            i += 1
+        elif ch in "$`*?[{~":
+            return None
+        else:
+            out.append(ch)
+            i += 1
+    return ("".join(out), i) if i > pos else None
+
+
+def unwrap_claude_envelope(text: str) -> str | None:
+    """The model's command inside a Claude Code Bash envelope, or None.
+
+    The envelope is scaffolding joined by ``&&``: source the shell snapshot
+    (``~/.claude/shell-snapshots/snapshot-*.sh``), turn extglob off, ``eval
+    'MODEL_COMMAND'`` with stdin from /dev/null, then ``pwd -P >| /tmp/claude-XXXX-cwd``.
+    Only that exact shape is recognised: anything else around the ``eval`` (another
+    command, a different file sourced) returns None, and the whole text is judged.
+    """
+    if "eval" not in text:
+        return None
+    eval_re, scaffold, suffix = _envelope_patterns()
+    match = eval_re.search(text)
+    if match is None:
+        return None
+    prefix = text[:match.start()].strip()
+    for piece in prefix.split("&&") if prefix else ():
+        piece = piece.strip()
+        if piece and not any(p.fullmatch(piece) for p in scaffold):
+            return None
+    word = _static_word(text, match.end())
+    if word is None:
+        return None
+    command, end = word
+    return command if suffix.fullmatch(text, end) else None
+
+
+def unwrap_codex_wrapper(script: str, positional: tuple[str, ...] | list[str]) -> str | None:
+    """Codex's snapshot wrapper ``-c '. "$1" && shift && exec "$@"' ARG0 SNAPSHOT CMD...``
+    as the command it really runs (``. SNAPSHOT && exec CMD...``), or None.
+
+    ``positional`` is ``($0, $1, ...)``: the operands after the script.
+    """
+    if script.strip() not in _CODEX_WRAPPERS or len(positional) < 3:
+        return None
+    import shlex
+
+    return f". {shlex.quote(positional[1])} && exec {shlex.join(positional[2:])}"
+
+
+def judged_command(command: str, argv: tuple[str, ...] | list[str] = ()) -> str:
+    """The text the policy should judge for a shell call whose real argv is ``argv``:
+    the model's command inside a known agent envelope, else ``command`` itself."""
+    inner = unwrap_claude_envelope(command)
+    if inner is not None:
+        return inner
+    for i in range(len(argv) - 1):
+        if argv[i] == "-c" and argv[i + 1] == command:
+            wrapped = unwrap_codex_wrapper(command, tuple(argv[i + 2:]))
+            if wrapped is not None:
+                return wrapped
+            break
+    return command

@@ -86,3 +86,17 @@ def test_session_passes_signal_deaths_and_missing_agents_through(workspace: Path
 def test_session_needs_an_agent(workspace: Path) -> None:
     res = subprocess.run([CLAWSHELL, "session", "--cwd", str(workspace)], capture_output=True, timeout=60)
     assert res.returncode == 2
+
+
+def test_nested_shell_calls_inside_a_session_command_work(workspace: Path, clawhome: Path, tmp_path: Path) -> None:
+    """make, npm scripts and `bash -lc` written by the model call `bash` again from inside
+    a confined command: the session's bash entry must hand over to the real shell there."""
+    (clawhome / "config").mkdir(parents=True)
+    (clawhome / "config" / "policy.toml").write_text(
+        '[receipts]\nemit = "none"\n\n[safety.approval]\ntimeout_seconds = 5\n')
+    agent = tmp_path / "agent.sh"
+    agent.write_text("#!/bin/bash\nbash -c 'bash -lc \"echo nested-2\"; sh -c \"echo sh-nested\"'\n")
+    agent.chmod(0o755)
+    res = subprocess.run([CLAWSHELL, "session", "--cwd", str(workspace), "--", str(agent)],
+                         capture_output=True, timeout=120)
+    assert (res.stdout, res.returncode) == (b"nested-2\nsh-nested\n", 0), res.stderr
