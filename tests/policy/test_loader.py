@@ -293,3 +293,35 @@ def test_policy_hash_is_stable_and_tracks_content(home: Home, tmp_path: Path, wo
     import dataclasses
 
     assert loader.policy_hash(dataclasses.replace(a, thresholds=Thresholds(40, 60, 95))) != loader.policy_hash(a)
+
+
+# --------------------------------------------------------------------------- docs/policy.md stays true
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "policy.md"
+
+
+def test_doc_examples_load(home: Home, tmp_path: Path, workspace: Path) -> None:
+    import re
+    import tomllib
+
+    blocks = re.findall(r"```toml\n(.*?)```", DOC.read_text(), re.S)
+    assert len(blocks) == 2
+    p = loader.load_policy(home, str(workspace), str(write(tmp_path, blocks[0])))
+    assert dict(p.scores) == {"git_push": 50} and p.network is True
+    narrowed = loader.narrow(p, tomllib.loads(blocks[1]), str(workspace))
+    assert narrowed.max_irreversibility_score == 55 and "curl" in narrowed.forbidden_commands
+
+
+def test_doc_decision_examples_hold() -> None:
+    import re
+
+    text = DOC.read_text().split("What some commands get under `supervised`")[1]
+    rows = re.findall(r"^\| (`.*?`) \| (allow|approve|deny)", text, re.M)
+    assert len(rows) >= 14
+    pol = loader.load_preset("supervised")
+    ctx = EvalContext(cwd="/home/u/proj", workspace="/home/u/proj", home="/home/u",
+                      clawshell_home="/home/u/.clawshell")
+    for cmds, decision in rows:
+        for cmd in re.findall(r"`([^`]+)`", cmds):
+            v = engine.evaluate(parse(cmd), pol, ctx)
+            assert v.decision.label == decision, (cmd, v.evidence)
