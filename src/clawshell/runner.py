@@ -39,7 +39,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import selectors
+import select
 import signal
 import time
 from typing import Callable, Protocol
@@ -212,12 +212,9 @@ def _write_all(fd: int, data: bytes) -> bool:
             n = os.write(fd, view)
         except BlockingIOError:
             # A non-blocking out_fd whose reader is slow: wait until writable.
-            sel = selectors.DefaultSelector()
-            try:
-                sel.register(fd, selectors.EVENT_WRITE)
-                sel.select()
-            finally:
-                sel.close()
+            waiter = select.poll()
+            waiter.register(fd, select.POLLOUT)
+            waiter.poll()
             continue
         except (BrokenPipeError, OSError) as exc:
             if isinstance(exc, BrokenPipeError) or exc.errno in (errno.EPIPE, errno.EBADF, errno.EIO):
@@ -313,9 +310,12 @@ class _Resources:
         self.cleanup: list[str] = []
         self.placeholders: tuple[str, ...] = ()
         self.lock_fd = -1
+        self.pid_namespace = False
         self.helper_steps = tuple(s for s in steps if s[0] not in
-                                  ("cgroup", "pids_watchdog", "cleanup", "placeholders"))
+                                  ("cgroup", "pids_watchdog", "cleanup", "placeholders", "pid_namespace"))
         for kind, data in steps:
+            if kind == "pid_namespace":
+                self.pid_namespace = True
             if kind == "cgroup":
                 parent, limit = data  # type: ignore[misc]
                 self.cgroup = self._make_cgroup(parent, limit)
@@ -330,6 +330,7 @@ class _Resources:
 
     @classmethod
     def _make_cgroup(cls, parent: str, limit: int) -> str | None:
+        _prune_cgroups(parent)
         cls._counter += 1
         path = os.path.join(parent, f"clawshell-{os.getpid()}-{cls._counter}")
         try:
@@ -367,14 +368,14 @@ class _Resources:
         """Undo everything (after the tree is dead)."""
         if self.cgroup:
             _kill_cgroup(self.cgroup)
-            for _ in range(100):
+            for _ in range(50):
                 if _rmdir_quiet(self.cgroup):
                     break
-                time.sleep(0.005)
+                time.sleep(0.001)  # the last members are still being torn down
+            else:
+                pass  # left behind empty; the next run prunes it (_prune_cgroups)
         for d in self.cleanup:
-            import shutil
-
-            shutil.rmtree(d, ignore_errors=True)
+            _remove_tree(d)
         if self.lock_fd >= 0:
             import fcntl
 
@@ -387,6 +388,54 @@ class _Resources:
                     _rmdir_quiet(p)
             os.close(self.lock_fd)
             self.lock_fd = -1
+
+
+def _prune_cgroups(parent: str) -> None:
+    """Remove per-run cgroups left behind by runs whose clawshell process is gone."""
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith("clawshell-")]
+    except OSError:
+        return
+    for name in names:
+        try:
+            owner = int(name.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if owner != os.getpid() and not os.path.exists(f"/proc/{owner}"):
+            _rmdir_quiet(os.path.join(parent, name))
+
+
+def _remove_tree(path: str) -> None:
+    """Remove a directory tree without following symlinks (no shutil import on the hot path)."""
+    try:
+        os.rmdir(path)
+        return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                _remove_tree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+    _rmdir_quiet(path)
+
+
+def _join_cgroup(path: str) -> None:
+    """In the child: move into the run's cgroup (before any restriction)."""
+    fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
 
 
 def _rmdir_quiet(path: str) -> bool:
@@ -430,22 +479,25 @@ def _run(plan: LaunchPlan, exe: str, res: _Resources, stdout_filter: StreamFilte
     """Fork, exec and pump (``run`` without the resource bookkeeping)."""
     cgroup = res.cgroup
     preexec_fn: Callable[[], None] | None = None
-    if res.helper_steps or cgroup:
-        from .sandbox import helper
-
-        steps = res.helper_steps
-
+    steps = res.helper_steps
+    apply_steps: Callable[[tuple], None] | None = None
+    if steps:
+        from .sandbox.helper import apply_steps
+    if steps or cgroup:
         def preexec_fn() -> None:
             if cgroup:
-                helper.join_cgroup(cgroup)
-            if steps:
-                helper.apply_steps(steps)
+                _join_cgroup(cgroup)
+            if apply_steps is not None:
+                apply_steps(steps)
 
     own_pgrp = not _shares_terminal_pgrp(stdin_fd)
     r_out, w_out = os.pipe()
     r_err, w_err = os.pipe()
     err_r, err_w = os.pipe()  # O_CLOEXEC: closes on a successful exec
-    _ensure_subreaper()
+    if not res.pid_namespace:
+        # Orphans must come back to us so a timeout or the end of the run finds them;
+        # in a PID namespace they go to its init and die with it.
+        _ensure_subreaper()
     baseline = frozenset(_children(os.getpid()))
 
     # Install forwarding before fork so a signal in the window is not lost; it is
@@ -517,7 +569,7 @@ def _run(plan: LaunchPlan, exe: str, res: _Resources, stdout_filter: StreamFilte
         if on_spawn is not None:
             on_spawn(pid)
         return _pump(plan, pid, own_pgrp, r_out, r_err, stdout_filter, stderr_filter,
-                     out_fd, err_fd, start, cgroup, baseline, res.watchdog)
+                     out_fd, err_fd, start, cgroup, baseline, res.watchdog, res.pid_namespace)
     finally:
         for sig, old in old_handlers.items():
             try:
@@ -529,18 +581,18 @@ def _run(plan: LaunchPlan, exe: str, res: _Resources, stdout_filter: StreamFilte
 def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
           stdout_filter: StreamFilter | None, stderr_filter: StreamFilter | None,
           out_fd: int, err_fd: int, start: float, cgroup: str | None,
-          baseline: frozenset[int], watchdog: int | None = None) -> RunResult:
+          baseline: frozenset[int], watchdog: int | None = None, pid_namespace: bool = False) -> RunResult:
     """Move output until both pipes close, then reap; enforce timeout and output cap."""
     out = _Stream("stdout", r_out, out_fd, stdout_filter)
     err = _Stream("stderr", r_err, err_fd, stderr_filter)
     streams = {r_out: out, r_err: err}
-    sel = selectors.DefaultSelector()
+    sel = select.poll()
     for fd in streams:
-        sel.register(fd, selectors.EVENT_READ)
+        sel.register(fd, select.POLLIN)
     pidfd = -1
     try:
         pidfd = os.pidfd_open(pid)
-        sel.register(pidfd, selectors.EVENT_READ)
+        sel.register(pidfd, select.POLLIN)
     except (OSError, AttributeError):
         pidfd = -1
     deadline = start + plan.timeout if plan.timeout else None
@@ -573,8 +625,10 @@ def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
                 return
             if done:
                 wstatus = ws
-                # The command is gone: end whatever it left behind so the pipes close.
-                hit.update(kill_tree(pid, pgid, cgroup, baseline, reaped=True))
+                if not pid_namespace:
+                    # The command is gone: end whatever it left behind so the pipes
+                    # close (in a PID namespace the kernel already did).
+                    hit.update(kill_tree(pid, pgid, cgroup, baseline, reaped=True))
 
     try:
         while streams or wstatus is None:
@@ -594,17 +648,17 @@ def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
                     over_limit = True
                     hit.update(kill_tree(pid, pgid, cgroup, baseline))
                     watchdog = None
-            events = sel.select(timeout)
+            events = sel.poll(None if timeout is None else max(0, int(timeout * 1000) + 1))
             if pidfd < 0:
                 reap(os.WNOHANG)
-            for key, _ in events:
-                if key.fd == pidfd:
+            for fd, _ in events:
+                if fd == pidfd:
                     sel.unregister(pidfd)
                     os.close(pidfd)
                     pidfd = -2
                     reap(0)
                     continue
-                st = streams.get(key.fd)
+                st = streams.get(fd)
                 if st is None:
                     continue
                 try:
@@ -643,7 +697,6 @@ def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
         if pidfd >= 0:
             sel.unregister(pidfd)
             os.close(pidfd)
-        sel.close()
         if wstatus is None:
             hit.update(kill_tree(pid, pgid, cgroup, baseline))
             reap(0)

@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -442,3 +443,23 @@ def test_signals_inside_the_sandbox_still_work(box: Box) -> None:
 def test_exit_status_passes_through(box: Box) -> None:
     assert box.run("exit 42").status == 42
     assert box.run("kill -SEGV $$").status == 128 + signal.SIGSEGV
+
+
+def test_a_symlinked_protected_path_cannot_be_replaced(box: Box) -> None:
+    subprocess.run(["git", "init", "-q", str(box.ws)], check=True)
+    real_hooks = box.ws / "hooks-real"
+    (box.ws / ".git" / "hooks").rename(real_hooks)
+    (box.ws / ".git" / "hooks").symlink_to(real_hooks)
+    res = box.run("rm -f .git/hooks; mkdir -p .git/hooks; echo 'echo pwned' > .git/hooks/pre-commit; "
+                  "echo pwned > hooks-real/pre-commit")
+    assert (box.ws / ".git" / "hooks").is_symlink(), res.text
+    assert not (real_hooks / "pre-commit").exists()
+
+
+def test_placeholder_left_by_a_killed_run_is_reused_and_removed(make_box: Callable[[str], Box]) -> None:
+    box = make_box("bwrap")  # mount points for missing protected paths exist only with bwrap
+    (box.ws / ".git").mkdir(mode=0o500)
+    os.chmod(box.ws / ".git", 0o500)
+    res = box.run("mkdir -p .git/hooks && echo created")
+    assert b"created" not in res.out
+    assert not os.path.lexists(box.ws / ".git")

@@ -161,12 +161,14 @@ def test_missing_layer_is_refused_with_how_to_enable_it(backend: str, probe: Hos
 
 def test_unwritable_temp_dir_is_refused(workspace: Path, user_home: Path, clawhome: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import tempfile
+    real_mkdir = os.mkdir
 
-    def fail(**_: object) -> str:
-        raise PermissionError(13, "Permission denied")
+    def fail(path: str, *a: object, **k: object) -> None:
+        if str(path).startswith("/tmp/clawshell-"):
+            raise PermissionError(13, "Permission denied")
+        real_mkdir(path, *a, **k)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tempfile, "mkdtemp", fail)
+    monkeypatch.setattr(os, "mkdir", fail)
     spec = sandbox.build_spec(Policy(sandbox="landlock"), ctx(workspace, user_home, clawhome), ALLOW,
                               {"HOME": str(user_home)}, [])
     if not probe_mod.probe_uncached().seccomp:

@@ -168,6 +168,8 @@ def _with_real(paths: Sequence[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
         out.append(p)
+        if not os.path.lexists(p):
+            continue
         real = os.path.realpath(p)
         if real != p:
             out.append(real)
@@ -259,6 +261,10 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
 
     protected = [posixpath.normpath(posixpath.join(ws, p)) for p in policy.protected_paths]
     protected += _submodule_protected(ws)
+    # A protected path that is a symlink protects its target too (when that target is
+    # inside the workspace; outside it is read-only anyway).
+    protected += [r for r in (os.path.realpath(p) for p in protected if os.path.islink(p))
+                  if _within_any(r, [ws])]
     if ctx.clawshell_home and _within_any(os.path.realpath(ctx.clawshell_home), [ws]):
         protected.append(os.path.realpath(ctx.clawshell_home))
 
@@ -387,25 +393,40 @@ def _placeholders(spec: SandboxSpec) -> tuple[list[str], list[str]]:
     home = dict(spec.env).get("HOME", "")
     ws_is_home = bool(home) and os.path.realpath(home) == spec.workspace
     for p in spec.protected:
-        if os.path.lexists(p):
-            existing.append(p)
-            continue
         rel = posixpath.relpath(p, spec.workspace)
         if rel.startswith(".."):
-            continue
-        if rel in RC_NAMES and not ws_is_home:
+            if os.path.lexists(p):
+                existing.append(p)
             continue
         cur = spec.workspace
         for part in rel.split("/"):
             cur = posixpath.join(cur, part)
+            if _is_placeholder(cur):
+                missing.append(cur)  # left behind by a killed run: reuse it, remove it after
+                break
             if not os.path.lexists(cur):
-                missing.append(cur)
+                if not (rel in RC_NAMES and not ws_is_home):
+                    missing.append(cur)
+                break
+            if cur == p:
+                existing.append(p)
                 break
             if not os.path.isdir(cur) or os.path.islink(cur):
                 existing.append(cur)
                 break
     missing = [m for m in dict.fromkeys(missing) if not any(m != o and m.startswith(o + "/") for o in missing)]
     return list(dict.fromkeys(existing)), missing
+
+
+def _is_placeholder(path: str) -> bool:
+    """An empty directory with the placeholder mode: a mount point a killed run left behind."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == PLACEHOLDER_MODE and not os.listdir(path)
 
 
 def _pins(spec: SandboxSpec, protected: Sequence[str]) -> list[str]:
@@ -426,6 +447,20 @@ def _pins(spec: SandboxSpec, protected: Sequence[str]) -> list[str]:
             if os.path.isdir(cur) and not os.path.islink(cur):
                 out.append(cur)
     return list(dict.fromkeys(out))
+
+
+def _private_tmpdir() -> str:
+    """A fresh ``/tmp/clawshell-XXXXXXXX`` (0700), like mkdtemp without importing tempfile."""
+    for _ in range(20):
+        path = f"/tmp/clawshell-{os.urandom(6).hex()}"
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise SandboxUnavailableError(f"cannot create the private temp dir under /tmp: {exc.strerror}") from exc
+    raise SandboxUnavailableError("cannot create the private temp dir under /tmp: no free name")
 
 
 def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan:
@@ -482,12 +517,7 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
         writes_exact = ["/tmp", "/var/tmp", "/dev/shm"]
         writes = [spec.workspace, *spec.writable]
     else:
-        import tempfile
-
-        try:
-            tmpdir = tempfile.mkdtemp(prefix="clawshell-", dir="/tmp")
-        except OSError as exc:
-            raise SandboxUnavailableError(f"cannot create the private temp dir under /tmp: {exc.strerror}") from exc
+        tmpdir = _private_tmpdir()
         runner_steps.append(("cleanup", tmpdir))
         env["TMPDIR"] = tmpdir
         if _within_any(posixpath.join(env.get("HOME", "/"), ".config"), hidden):
@@ -500,9 +530,13 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
     if use_ll:
         from .landlock import WRITE, Grants, plan_ruleset
 
+        # With bwrap the mounts keep protected paths read-only, except a protected path
+        # that is a symlink: a mount lands on its target, so the link itself could be
+        # replaced.  Those are cut out of the Landlock write grant as well.
+        ll_protected = [p for p in existing_prot if os.path.islink(p)] if use_bwrap else list(spec.protected)
         grants = Grants(read=tuple(reads), read_noexec=tuple(noexec), write=tuple(writes),
-                        devices=DEVICES, hidden=tuple(hidden),
-                        protected=() if use_bwrap else tuple(spec.protected), network=spec.network)
+                        devices=DEVICES, hidden=tuple(hidden), protected=tuple(ll_protected),
+                        network=spec.network)
         ll = plan_ruleset(probe.landlock_abi, grants, _fs_view())
         rules = list(ll.rules) + [(WRITE & ll.handled_fs, p) for p in writes_exact]
         helper_steps.append(("landlock", (ll.abi, ll.handled_fs, ll.handled_net, ll.scoped, ll.restrict_flags,
@@ -518,10 +552,18 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
         helper_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "helper.py")
         python_parts = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix,
                         os.path.dirname(helper_py)]
+        masks = bw.BwrapLayout.masks
+        if use_ll:
+            # Landlock already confines reads to the allow-lists, so /etc and /sys need
+            # no mount masks (which cost ~60 mounts per run); /tmp, /run and /var/tmp
+            # are still replaced: Landlock does not govern connecting to the unix
+            # sockets that live there.  Secrets deeper down are masked as well.
+            masks = ("/tmp", "/run", "/var/tmp")
+            hidden = [h for h in hidden if h.count("/") >= 2]
         hidden_dirs = [h for h in hidden if os.path.isdir(h) and not os.path.islink(h)]
         hidden_files = [h for h in hidden if os.path.exists(h) and not os.path.isdir(h) and not os.path.islink(h)]
         layout = bw.BwrapLayout(
-            bwrap=probe.bwrap or "bwrap",
+            bwrap=probe.bwrap or "bwrap", masks=masks,
             ro=tuple(dict.fromkeys([*etc_plain, *etc_targets, *SYS_ALLOW, *reads, *python_parts])),
             symlinks=tuple(etc_links),
             rw=tuple(dict.fromkeys([*writes, *_pins(spec, [*existing_prot, *missing_prot])])),
@@ -541,6 +583,7 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
         if bpf:
             layers.append(Layer.SECCOMP.value)
         layers += [Layer.NO_NEW_PRIVS.value, Layer.RLIMITS.value]
+        runner_steps.append(("pid_namespace", None))
         return LaunchPlan(argv=tuple(full), env=tuple(sorted(env.items())), cwd=spec.cwd, layers=tuple(layers),
                           preexec=tuple(runner_steps), timeout=spec.timeout, max_output=spec.max_output)
 

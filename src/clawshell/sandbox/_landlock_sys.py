@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
+
 
 # ------------------------------------------------------------------ Landlock (linux/landlock.h)
 
@@ -178,7 +178,7 @@ def _fail(call: str) -> LandlockError:
 
 
 def _numbers() -> tuple[int, int, int]:
-    return _LANDLOCK_NR.get(platform.machine(), _LANDLOCK_DEFAULT_NR)
+    return _LANDLOCK_NR.get(os.uname().machine, _LANDLOCK_DEFAULT_NR)
 
 
 def abi_version() -> int:
@@ -325,7 +325,7 @@ def open_path_no_symlinks(path: str) -> int:
     without openat2 get ``O_PATH | O_NOFOLLOW`` (last component only).
     """
     how = OpenHow(os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-    nr = OPENAT2_NR.get(platform.machine(), 437)
+    nr = OPENAT2_NR.get(os.uname().machine, 437)
     fd = libc().syscall(ctypes.c_long(nr), ctypes.c_int(-100), path.encode("utf-8", "surrogateescape"),
                         ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
     if fd >= 0:

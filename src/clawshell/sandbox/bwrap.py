@@ -87,16 +87,15 @@ def _depth(path: str) -> int:
 _MASKING = ("tmpfs", "hide_dir", "placeholder")
 
 
-def _covering_above(ops: list[tuple[str, str, str]], path: str) -> str | None:
-    """Kind of the deepest op strictly above ``path`` (None: only the root ro-bind)."""
-    best: tuple[int, int] | None = None
-    kind: str | None = None
-    for k, _, dest in ops:
-        if dest != path and is_within(path, dest):
-            key = (_depth(dest), _PRIORITY[k])
-            if best is None or key >= best:
-                best, kind = key, k
-    return kind
+def _covering_above(by_dest: dict[str, tuple[str, str, str]], path: str) -> str | None:
+    """Kind of the nearest op strictly above ``path`` (None: only the root ro-bind)."""
+    cur = path
+    while cur != "/":
+        cur = cur.rsplit("/", 1)[0] or "/"
+        op = by_dest.get(cur)
+        if op is not None:
+            return op[0]
+    return None
 
 
 def ordered_ops(layout: BwrapLayout) -> list[tuple[str, str, str]]:
@@ -115,7 +114,7 @@ def ordered_ops(layout: BwrapLayout) -> list[tuple[str, str, str]]:
     kept = []
     for op in ops:
         kind, _, dest = op
-        above = _covering_above(ops, dest)
+        above = _covering_above(best, dest)
         if kind in ("ro", "symlink") and above not in _MASKING:
             continue
         if kind in ("hide_dir", "hide_file") and above in _MASKING:
