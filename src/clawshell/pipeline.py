@@ -223,7 +223,10 @@ def execute(call: ShellCall, *, policy_selector: str | None, verdict_override: V
         except RefusedError as exc:
             return _refuse(store, home, record, emit, f"clawshell: denied: {exc}", policy)
         ctx = eval_context(call.workspace, call.cwd, home, call.session, environ)
-        verdict = verdict_override or judge(call.command, policy, ctx, home)
+        # A known agent envelope (Claude's eval wrapper, Codex's snapshot wrapper) is
+        # scaffolding: the model's command inside it is what gets judged; the whole
+        # text still runs in the sandbox.
+        verdict = verdict_override or judge(judged_command(call.command, call.argv), policy, ctx, home)
         record["decision"] = _verdict_record(verdict)
         verdict, approval = _gate(verdict, call, policy, phash, store, emit)
         record["approval"] = approval
@@ -906,12 +909,14 @@ _CWD_FILE_RE = (r"""(?:'[^']*/claude-[A-Za-z0-9_-]+-cwd'|"[^"$`\\]*/claude-[A-Za
 _CODEX_WRAPPERS = frozenset({'. "$1" && shift && exec "$@"', 'source "$1" && shift && exec "$@"'})
 
 
+_ENVELOPE_PATTERNS: tuple[Any, list[Any], Any] | None = None
+
+
 def _envelope_patterns() -> tuple[Any, list[Any], Any]:
+    """The envelope regexes, compiled on first use (``re`` stays off the hot path)."""
     global _ENVELOPE_PATTERNS
-    try:
+    if _ENVELOPE_PATTERNS is not None:
         return _ENVELOPE_PATTERNS
-    except NameError:
-        pass
     import re
 
     scaffold = [re.compile(p) for p in (
