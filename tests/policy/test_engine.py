@@ -12,7 +12,7 @@ import time
 import pytest
 
 from clawshell.model import (
-    Autonomy, Decision, EvalContext, Evidence, ParseProblem, ParseResult, Redirect, RiskLevel, SimpleCommand,
+    Decision, EvalContext, Evidence, ParseProblem, ParseResult, Redirect, RiskLevel, SimpleCommand,
     Thresholds, Verdict,
 )
 from clawshell.policy import engine, loader

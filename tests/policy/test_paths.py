@@ -239,3 +239,8 @@ def test_entry_path_and_literal_count() -> None:
     e = paths.make_entry("/home/*/x", Kind.FORBIDDEN, "/h", "/")
     assert e == Entry(("home", "*", "x"), Kind.FORBIDDEN, "/home/*/x", 2) and e.path == "/home/*/x"
     assert paths.make_entry("$X/y", Kind.FORBIDDEN, "/h", "/") is None
+
+
+def test_concrete_entries_for_the_sandbox() -> None:
+    got = paths.concrete_entries(("/root", "/home/*", "~/.ssh", "./secrets", "$HOME/.aws", "$X/y"), "/root", "/w")
+    assert got == ("/home/*", "/root/.ssh", "/w/secrets", "/root/.aws")

@@ -27,7 +27,7 @@ from ..model import (
     Autonomy, CommandRule, Decision, EvalContext, Evidence, ParseResult, Policy, SimpleCommand, Verdict,
 )
 from . import FILE_TOOLS, paths, rules, scores, tool_allowed
-from .paths import Kind
+from .paths import Kind, LazyPattern
 
 ALWAYS_ALLOWED = frozenset({
     "cd", "pwd", "echo", "printf", "true", "false", ":", "test", "[", "[[", "export", "unset", "set",
@@ -57,7 +57,7 @@ ALTERNATIVES = {
     "network.escalation": "ask the human to approve network access for this command",
 }
 
-_INLINE_PATH = re.compile(r"(?<![\w.$])(?:~|\$HOME|\$\{HOME\})?/[\w.@+~-]+(?:/[\w.@+~-]*)*")
+_INLINE_PATH = LazyPattern(r"(?<![\w.$])(?:~|\$HOME|\$\{HOME\})?/[\w.@+~-]+(?:/[\w.@+~-]*)*")
 
 _MODE_VERB = {scores.READ: "reads", scores.WRITE: "writes", scores.TREE: "writes",
               scores.DELETE: "deletes", scores.RDELETE: "deletes"}

@@ -27,6 +27,7 @@ from ..errors import ConfigError
 from ..home import Home
 from ..model import Autonomy, CommandRule, Decision, Policy, Thresholds
 from . import ScopedPolicy, paths, rules, scores
+from .paths import LazyPattern
 
 PRESETS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "policies")
 """Directory of the shipped presets."""
@@ -97,9 +98,9 @@ def _list_of(item: Validator, *, unique: bool = False) -> Validator:
     return check
 
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.+\-\[:]+$")
-_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+_NAME_RE = LazyPattern(r"^[A-Za-z0-9_.+\-\[:]+$")
+_ENV_RE = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ID_RE = LazyPattern(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 
 
 def _command_name(v: Any) -> str | None:
@@ -293,8 +294,8 @@ class _Source:
         return f"{self.display}:{self.line(key)}: {key}: {message}"
 
 
-_HEADER = re.compile(r"^\s*\[\[\s*([^\]]+?)\s*\]\]|^\s*\[\s*([^\]]+?)\s*\]")
-_KEYLINE = re.compile(r"^\s*((?:[A-Za-z0-9_\-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
+_HEADER = LazyPattern(r"^\s*\[\[\s*([^\]]+?)\s*\]\]|^\s*\[\s*([^\]]+?)\s*\]")
+_KEYLINE = LazyPattern(r"^\s*((?:[A-Za-z0-9_\-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
 
 
 def _dotted(raw: str) -> str:

@@ -23,7 +23,22 @@ import posixpath
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
+
+class LazyPattern:
+    """A regex compiled on first use (keeps ``re`` compilation off module import, which
+    is on clawshell's hot path); after that, its methods are the compiled pattern's."""
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self._pattern = pattern
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        rx = re.compile(self._pattern, self._flags)
+        for m in ("match", "search", "fullmatch", "sub", "finditer", "findall", "split"):
+            setattr(self, m, getattr(rx, m))
+        return getattr(rx, name)
+
 
 GLOB_CHARS = frozenset("*?[")
 """Characters that make a word a glob pattern."""
@@ -54,10 +69,10 @@ STDIO_PATHS = frozenset({
 
 _STDIO_PREFIXES = ("/dev/fd/", "/dev/pts/")
 
-_RAW_DEVICE = re.compile(
+_RAW_DEVICE = LazyPattern(
     r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|loop|dm-|md|sr|nbd|disk|mapper/|mem$|kmem$|port$)")
 
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_VAR = LazyPattern(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 class Kind(enum.IntEnum):
@@ -94,7 +109,7 @@ class Entry:
         return "/" + "/".join(self.parts)
 
 
-_GLOB_RE = re.compile(r"[*?\[]")
+_GLOB_RE = LazyPattern(r"[*?\[]")
 
 
 def is_glob(text: str) -> bool:
@@ -289,3 +304,19 @@ def within(path: str, root: str) -> bool:
     if root == "/":
         return True
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def concrete_entries(entries: Sequence[str], home: str, base: str) -> tuple[str, ...]:
+    """Absolute forms of configured path entries (``~``/``$HOME`` expanded, relative ones
+    joined to ``base``), without an entry equal to HOME: the engine never forbids HOME as
+    a whole (``/root`` in the defaults stands for another user's home).  Per-component
+    globs such as ``/home/*`` are kept for the caller to expand.  For the sandbox planner,
+    so that it hides exactly what the engine forbids."""
+    out: list[str] = []
+    home_n = normalize(home or "/", "/")
+    for text in entries:
+        e = make_entry(text, Kind.FORBIDDEN, home_n, base)
+        if e is None or e.path == home_n:
+            continue
+        out.append(e.path)
+    return tuple(dict.fromkeys(out))

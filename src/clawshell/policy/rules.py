@@ -27,6 +27,7 @@ from typing import Iterable, Sequence
 
 from ..model import CommandRule, Decision, ParseResult
 from . import paths
+from .paths import LazyPattern
 
 _ANY = object()
 _END = object()
@@ -38,7 +39,7 @@ GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespa
                               "--super-prefix", "--exec-path", "--list-cmds", "--attr-source"})
 """git options before the subcommand that take a value (``-C dir``)."""
 
-_CLUSTER = re.compile(r"^-[A-Za-z]+$")
+_CLUSTER = LazyPattern(r"^-[A-Za-z]+$")
 
 # command (or "git sub") -> (letter aliases inside short clusters, long -> short aliases)
 ALIASES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
@@ -283,7 +284,7 @@ def over_broad(pattern: Sequence[str], decision: Decision) -> str | None:
 
 def _r(id: str, pattern: str, decision: Decision, reason: str, alternative: str | None = None,
        score: int | None = None, match: Iterable[str] = (), not_match: Iterable[str] = ()) -> CommandRule:
-    return CommandRule(id=id, pattern=split_pattern(pattern), decision=decision, reason=reason,
+    return CommandRule(id=id, pattern=tuple(pattern.split()), decision=decision, reason=reason,
                        alternative=alternative, score=score, match=tuple(match), not_match=tuple(not_match))
 
 
@@ -357,8 +358,8 @@ FORK_BOMB_NOT_MATCH = ("f() { echo hi; }; f", "g() { ls | wc -l; }; g; g")
 """Examples that are not fork bombs (tests)."""
 
 _BOMB_RES = (
-    re.compile(r"([^\s(){};|&]{1,64})\(\)\{\1\|\1&"),
-    re.compile(r"function\s+([^\s(){};|&]{1,64})\s*(?:\(\))?\s*\{\s*\1\s*\|\s*\1\s*&"),
+    LazyPattern(r"([^\s(){};|&]{1,64})\(\)\{\1\|\1&"),
+    LazyPattern(r"function\s+([^\s(){};|&]{1,64})\s*(?:\(\))?\s*\{\s*\1\s*\|\s*\1\s*&"),
 )
 
 

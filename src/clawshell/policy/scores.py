@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
+from .paths import LazyPattern
 from .rules import git_split
 
 DRIFT_BONUS = 10
@@ -210,7 +211,7 @@ def parse_opts(args: Sequence[str], short_val: str = "", long_val: Iterable[str]
     return opts, operands
 
 
-_NUMBER = re.compile(r"^-\d+$")
+_NUMBER = LazyPattern(r"^-\d+$")
 
 
 def _has(opts: Sequence[tuple[str, str | None]], *names: str) -> bool:
@@ -332,7 +333,7 @@ def _grep(argv: Sequence[str]) -> Facts:
     return f
 
 
-_AWK_UNSAFE = re.compile(r"system\s*\(|\||>|\bgetline\b|\bfflush\b")
+_AWK_UNSAFE = LazyPattern(r"system\s*\(|\||>|\bgetline\b|\bfflush\b")
 
 
 def _awk(argv: Sequence[str]) -> Facts:
@@ -350,7 +351,7 @@ def _awk(argv: Sequence[str]) -> Facts:
     return f
 
 
-_SED_WRITES = re.compile(r"(?:^|[;{}\n/]|\s)\d*[wWe](?:\s|$|;)|/[gpIiMm0-9]*w\s")
+_SED_WRITES = LazyPattern(r"(?:^|[;{}\n/]|\s)\d*[wWe](?:\s|$|;)|/[gpIiMm0-9]*w\s")
 
 
 def _sed(argv: Sequence[str]) -> Facts:
@@ -937,7 +938,7 @@ def _shell(argv: Sequence[str]) -> Facts:
 
 # ---- network ---------------------------------------------------------------------
 
-_WEBHOOK = re.compile(r"hooks\.slack\.com|discord(?:app)?\.com/api/webhooks|api\.telegram\.org/bot|"
+_WEBHOOK = LazyPattern(r"hooks\.slack\.com|discord(?:app)?\.com/api/webhooks|api\.telegram\.org/bot|"
                       r"outlook\.office(?:365)?\.com/webhook|chat\.googleapis\.com|api\.twilio\.com|"
                       r"api\.sendgrid\.com|api\.mailgun\.net|slack\.com/api/chat\.postMessage|/webhooks?/", re.I)
 
@@ -1246,10 +1247,10 @@ def _pulumi_like(argv: Sequence[str]) -> Facts:
                                                    "whoami", "version", "about", ""), network=True)
 
 
-_CLOUD_READ = re.compile(r"^(describe|list|get|show|head|ls|wait|search|lookup|query|read|export|"
+_CLOUD_READ = LazyPattern(r"^(describe|list|get|show|head|ls|wait|search|lookup|query|read|export|"
                          r"get-caller-identity|whoami|account|version|help|configure-list|scan|filter|"
                          r"estimate|test|validate|check|print|info|view|tail|logs?|download)(-|$)")
-_CLOUD_DELETE = re.compile(r"^(delete|terminate|remove|deregister|destroy|purge|rb|rm|drop|detach-|"
+_CLOUD_DELETE = LazyPattern(r"^(delete|terminate|remove|deregister|destroy|purge|rb|rm|drop|detach-|"
                            r"disassociate|revoke|cancel|release|abandon|undeploy|disable)")
 
 
