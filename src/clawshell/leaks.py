@@ -106,6 +106,9 @@ MAX_PEM = 65536
 MAX_KNOWN = 65536
 """Known secrets longer than this are ignored (they cannot be held back)."""
 
+BINARY_SNIFF = 512
+"""Bytes held at the start of a stream to decide whether it is text or binary."""
+
 MIN_KNOWN = 8
 """Known secrets shorter than this are ignored (too many false matches)."""
 
@@ -204,13 +207,14 @@ class _Engine:
             rx = c(pattern)
             for p in prefixes:
                 self.prefix.setdefault(p, []).append((kind, rx))
+        self.sendgrid = c(rb"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + end)
+        self.prefix[b"SG."] = [("sendgrid_key", self.sendgrid)]
         self.vendor_first = frozenset(p[0] for p in self.prefix)
         # Runs that are never secrets, recognised in one call: hex / UUIDs, and one-case
         # words, paths and identifiers with at most two digit groups (api/v1/users/8259).
         self.plain_run = c(
             rb"[0-9a-fA-F\-]+|[a-z_/\-]*(?:[0-9]+[a-z_/\-]+){0,2}[0-9]*|[A-Z_/\-]*(?:[0-9]+[A-Z_/\-]+){0,2}[0-9]*"
         )
-        self.sendgrid = c(rb"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + end)
 
         # Assignments to secret-looking names.  ``name_secret`` runs on the lower-cased
         # name; the name must END with the keyword (``password_file`` is not a secret).
@@ -238,7 +242,7 @@ class _Engine:
             rb"(?P<q1>[\"']?)(?P<sp1>[ \t]*)(?P<op>=>|:=|==|!=|=|:)(?P<sp2>[ \t]*)"
             rb"(?:\"(?P<dq>(?:[^\"\\\r\n]|\\[^\r\n]){0,512})\""
             rb"|'(?P<sq>[^'\r\n]{0,512})'"
-            rb"|(?P<bare>[^\s\"'`,;&<>(){}\[\]=|][^\s\"'`,;&<>(){}\[\]|]{0,511}))"
+            rb"|(?P<bare>[^\x00-\x20\x7f\"'`,;&<>(){}\[\]=|][^\x00-\x20\x7f\"'`,;&<>(){}\[\]|]{0,511}))"
         )
         # Reversed: what precedes a value run, read backwards (quote, op, quote, name).
         self.assign_rev = c(rb"[\"']?[ \t]*(?:>=|=:|=|:)[ \t]*[\"']?([A-Za-z0-9_.\-]{1,96})")
@@ -362,12 +366,17 @@ def is_secret_name(name: str | bytes) -> bool:
 
     Useful to pick which scrubbed environment values to pass as known secrets.
     """
-    e = _engine()
     raw = name.encode() if isinstance(name, str) else name
-    low = raw.lower()
-    if not low or e.name_not_secret.search(low):
+    return _secret_name(_engine(), raw.lower().strip(b".-"))
+
+
+def _secret_name(e: "_Engine", lname: bytes) -> bool:
+    """The lower-cased name ends like a secret's and is not a known non-secret."""
+    if not lname or e.name_not_secret.search(lname) or not e.name_secret.search(lname):
         return False
-    return e.name_secret.search(low) is not None
+    if lname.endswith(b"pass") and not e.name_plain_pass.search(lname):
+        return False  # bypass, compass
+    return True
 
 
 def _placeholder(value: bytes) -> bool:
@@ -398,10 +407,10 @@ class _Scan:
     __slots__ = ("buf", "low", "n", "binary", "final", "settings", "e", "spans", "zones", "pending", "injections",
                  "min_value", "entropy_margin", "min_ratio", "min_generic", "max_wordy", "max_capwords")
 
-    def __init__(self, buf: bytes, final: bool, settings: LeakSettings) -> None:
+    def __init__(self, buf: bytes, final: bool, settings: LeakSettings, binary: bool = False) -> None:
         self.buf = buf
         self.n = len(buf)
-        self.binary = _looks_binary(buf)
+        self.binary = binary
         self.low = buf if self.binary else buf.lower()
         self.final = final
         self.settings = settings
@@ -445,15 +454,19 @@ class _Scan:
 
     def _known(self, known: Sequence[bytes]) -> None:
         buf, n = self.buf, self.n
+        longest = 0
         for k in known:
             L = len(k)
             i = buf.find(k)
             while i >= 0:
                 self._add(i, i + L, "known_secret")
                 i = buf.find(k, i + L)
-            if not self.final and b"\n" in k:
-                # A multi-line secret may straddle the line-based cut: keep its length.
-                self._hold(max(0, n - L + 1))
+            if L > longest and (b"\n" in k or L > HOLD // 2):
+                longest = L
+        if longest and not self.final:
+            # A secret that may span lines, or is longer than the held-back line, could
+            # straddle the cut: keep enough bytes to see it whole next time.
+            self._hold(max(0, n - longest + 1))
 
     # ------------------------------------------------------------ PEM private keys
 
@@ -470,11 +483,9 @@ class _Scan:
             em = e.pem_end.match(buf, body_end)
             if em is not None:
                 end = em.end()
-            elif body_end >= n and not self.final:
-                if n - i < MAX_PEM:
-                    self._hold(i)
-                    return
-                end = body_end
+            elif not self.final and buf.find(b"\n", body_end) < 0 and n - i < MAX_PEM:
+                self._hold(i)  # the block (or its END line) is still arriving
+                return
             else:
                 end = body_end
             body = buf[m.end():end]
@@ -500,7 +511,8 @@ class _Scan:
                 if m is not None and m.end() == i + 1:
                     pw = m.group("pw")
                     if not _placeholder(pw) and len(pw) >= self.min_value and pw.lower() not in _PW_WORDS:
-                        self._add(m.start("pw"), m.end("pw"), "url_password")
+                        a, b = m.start("pw"), m.end("pw")
+                        self._add(a, b, self._vendor_kind(a, b, "url_password"))
             i = buf.find(b"@", i + 1)
 
     # ------------------------------------------------------------ Authorization headers
@@ -524,7 +536,7 @@ class _Scan:
                     if scheme is None or scheme.lower() in (b"digest", b"aws4-hmac-sha256"):
                         stop = buf.find(m.group("q2"), start) if quoted else -1
                         end = stop if stop >= 0 else _line_end(buf, start)
-                    self._add(start, end, "auth_header")
+                    self._add(start, end, self._vendor_kind(start, end, "auth_header"))
             i = buf.find(b"uthorization", i + 12)
 
     # ------------------------------------------------------------ keyword assignments
@@ -564,10 +576,8 @@ class _Scan:
         """
         buf, e = self.buf, self.e
         lname = buf[name_start:name_end].lower().strip(b".-")
-        if not lname or e.name_not_secret.search(lname) or not e.name_secret.search(lname):
+        if not _secret_name(e, lname):
             return False
-        if lname.endswith(b"pass") and not e.name_plain_pass.search(lname):
-            return False  # bypass, compass
         m = e.assign_tail.match(buf, name_end)
         if m is None:
             if not self.final and self.n - name_end < 64 and buf.find(b"\n", name_end) < 0:
@@ -636,13 +646,21 @@ class _Scan:
             return False
         return not buf[ls:name_start].strip(_LINE_LEAD)
 
+    def _vendor_kind(self, start: int, end: int, default: str) -> str:
+        """The vendor kind when a vendor token starts at ``start`` and ends by ``end``."""
+        if self.buf[start:start + 3] in self.e.prefix:
+            hit = self._specific(start, self.e.prefix)
+            if hit is not None and hit[1] <= end:
+                return hit[2]
+        return default
+
     def _value_kind(self, lname: bytes, vstart: int, vend: int) -> str:
         """Kind of an assigned secret value: the vendor's when it is a vendor token."""
         if self.buf.startswith(b"-----BEGIN", vstart):
             return "private_key"
-        hit = self._specific(vstart, self.e.prefix)
-        if hit is not None and hit[1] <= vend:
-            return hit[2]
+        kind = self._vendor_kind(vstart, vend, "")
+        if kind:
+            return kind
         if b"aws" in lname or b"secret_access" in lname or b"secretaccess" in lname:
             return "aws_secret_key"
         if lname.endswith((b"accountkey", b"account_key", b"sharedaccesskey", b"shared_access_key")):
@@ -915,22 +933,16 @@ def _placeholder_token(tok: bytes) -> bool:
 _CONTROL = bytes(c for c in range(32) if c not in b"\t\n\r\x0b\x0c\x1b") + b"\x7f"
 
 
-def _looks_binary(buf: bytes) -> bool:
-    """True for binary chunks (over 5% control bytes in three 1 KiB samples).
+def _looks_binary(head: bytes) -> bool:
+    """True when over 5% of ``head`` (a stream's first bytes) are control bytes.
 
-    Binary chunks skip the text-only detectors (assignments, URLs, headers, prompt
-    injection): vendor tokens, private keys, high-entropy tokens and known secrets
-    are still masked.  Sampling keeps this O(1) per chunk."""
-    n = len(buf)
-    if n < 64:
+    A binary stream skips the text-only detectors (assignments, URLs, headers, prompt
+    injection) and so costs a few C passes per MB; vendor tokens, private keys,
+    high-entropy tokens and known secrets are still masked in it."""
+    if len(head) < 64:
         return False
-    if n <= 3072:
-        sample = buf
-    else:
-        mid = n // 2
-        sample = buf[:1024] + buf[mid - 512:mid + 512] + buf[-1024:]
-    ctrl = len(sample) - len(sample.translate(None, _CONTROL))
-    return ctrl * 20 > len(sample)
+    ctrl = len(head) - len(head.translate(None, _CONTROL))
+    return ctrl * 20 > len(head)
 
 
 def _line_end(buf: bytes, start: int) -> int:
@@ -942,14 +954,21 @@ def _line_end(buf: bytes, start: int) -> int:
     return j
 
 
+_GENERIC_KINDS = ("high_entropy", "secret_assignment", "auth_header", "url_password", "known_secret")
+
+
+def _rank(kind: str) -> int:
+    """Which kind names a merged span: a vendor's name beats a generic one."""
+    return _GENERIC_KINDS.index(kind) if kind in _GENERIC_KINDS else len(_GENERIC_KINDS)
+
+
 def _merge(spans: Iterable[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """Sort spans and merge overlapping ones (the earliest, then longest, names the kind)."""
+    """Sort spans and merge overlapping ones; the most specific kind names the result."""
     out: list[tuple[int, int, str]] = []
-    for s, e, k in sorted(spans, key=lambda t: (t[0], -t[1])):
+    for s, e, k in sorted(spans):
         if out and s < out[-1][1]:
             ps, pe, pk = out[-1]
-            if e > pe:
-                out[-1] = (ps, e, pk)
+            out[-1] = (ps, max(pe, e), k if _rank(k) > _rank(pk) else pk)
             continue
         out.append((s, e, k))
     return out
@@ -990,6 +1009,7 @@ class StreamScanner:
         self._buf = b""      # not yet emitted
         self._base = 0       # stream offset of _buf[0]
         self._done = False
+        self._binary: bool | None = None  # decided on the first BINARY_SNIFF bytes
 
     def feed(self, data: bytes) -> bytes:
         """Scan ``data`` (the next bytes of the stream); return what may be emitted now."""
@@ -1016,7 +1036,14 @@ class StreamScanner:
         n = len(buf)
         if n == lo:
             return b""
-        scan = _Scan(buf, final, self.settings)
+        if self._binary is None:
+            # Text or binary is decided once per stream, on its first bytes, so the
+            # result never depends on how the stream was split into reads.
+            if n < BINARY_SNIFF and not final:
+                self._buf = buf
+                return b""
+            self._binary = _looks_binary(buf[:BINARY_SNIFF])
+        scan = _Scan(buf, final, self.settings, self._binary)
         scan.run(self.known)
         for kind in sorted(scan.injections, key=INJECTION_KINDS.index):
             if kind not in self.injections:

@@ -900,14 +900,19 @@ def lookalikes(g: Gen) -> list[dict]:
     return cases
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=HERE, help="directory to write the .jsonl files to (default: here)")
+    out = ap.parse_args(argv).out
     g = Gen(SEED)
     pos = positives(g)
     neg = lookalikes(g)
-    with open(os.path.join(HERE, "positives.jsonl"), "w", encoding="utf-8") as f:
+    with open(os.path.join(out, "positives.jsonl"), "w", encoding="utf-8") as f:
         for c in pos:
             f.write(json.dumps(c, sort_keys=True) + "\n")
-    with open(os.path.join(HERE, "negatives.jsonl"), "w", encoding="utf-8") as f:
+    with open(os.path.join(out, "negatives.jsonl"), "w", encoding="utf-8") as f:
         for c in neg:
             f.write(json.dumps(c, sort_keys=True) + "\n")
     nsec = sum(len(c["secrets"]) for c in pos)
