@@ -707,6 +707,7 @@ class _Scan:
                     ci += 1
                 if ci < nclaimed and claimed[ci][0] <= s:
                     continue
+            s0 = s
             if buf[s] == 47:  # leading "/" of a path or URL
                 while buf[s] == 47 and end - s > _MIN_RUN:
                     s += 1
@@ -755,8 +756,10 @@ class _Scan:
             if nd == 0 and (L < 32 or tok.islower() or tok.isupper()):
                 continue
             # 3. generic high-entropy token
-            kind = self._generic(s, end, tok, nd)
+            kind = self._generic(s, end, tok, nd, s0)
             if kind is not None:
+                if buf[end:end + 1] == b"=":  # base64 padding belongs to the token
+                    end += 2 if buf[end + 1:end + 2] == b"=" else 1
                 self._add(s, end, kind)
                 last_end = end
 
@@ -780,7 +783,7 @@ class _Scan:
             return 0
         return 1 if self._assignment(s - m.end(1), s - m.start(1)) else 0
 
-    def _generic(self, s: int, end: int, tok: bytes, nd: int) -> str | None:
+    def _generic(self, s: int, end: int, tok: bytes, nd: int, s0: int) -> str | None:
         """Classify an unclaimed run: ``aws_secret_key``, ``high_entropy`` or None.
 
         Cheap tests first; Shannon entropy, English-bigram wordiness, a base64 decode
@@ -814,7 +817,7 @@ class _Scan:
             return None  # CamelCase with digits: CrtS3SigV4AsymQueryAuth
         if b"example" in low or b"xxxxxx" in low or e.digest_prefix.match(tok):
             return None
-        before = buf[max(0, s - 16):s]
+        before = buf[max(0, s0 - 16):s0]
         if before.endswith((b"base64,", b"base64:")) or before.endswith(_DIGEST_LEADS):
             return None  # data URIs, integrity hashes, go.sum
         if L in (64, 76) and s > 0 and buf[s - 1] == 10 and end < self.n and buf[end] in (10, 13):

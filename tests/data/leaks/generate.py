@@ -578,6 +578,21 @@ def positives(g: Gen) -> list[dict]:
             cases.append({"carrier": "adonet_conn", "file": "appsettings.json", "text": text, "secrets": [
                 {"kind": "secret_assignment", "also": [], "value": pw}]})
 
+    # Azure storage keys in CLI output and app settings.
+    for i in range(10):
+        key = mk_azure(g)
+        acct = f"{g.word()}{g.num(100, 999)}"
+        if i % 2 == 0:
+            text = json.dumps({"connectionString": f"DefaultEndpointsProtocol=https;EndpointSuffix=core.windows.net;"
+                                                   f"AccountName={acct};AccountKey={key}"}, indent=2) + "\n"
+            car, fname = "az_cli", "az.json"
+        else:
+            text = json.dumps([{"creationTime": g.ts(), "keyName": "key1", "permissions": "FULL", "value": key}],
+                              indent=2) + "\n"
+            car, fname = "az_keys_list", "keys.json"
+        cases.append({"carrier": car, "file": fname, "text": text, "secrets": [
+            {"kind": "azure_storage_key", "also": ["secret_assignment", "high_entropy"], "value": key}]})
+
     # Authorization headers with opaque tokens and Basic credentials.
     for i in range(20):
         if i % 2 == 0:
