@@ -186,6 +186,8 @@ def _patch_grammar(bparser: Any, bast: Any) -> None:
         original_pipeline_command(p)
 
     original_heredoc = bparser.p_redirection_heredoc
+    newline = bparser.tokenizer.tokentype.NEWLINE
+    gather = bparser.heredoc.gatherheredocuments
 
     def p_redirection_heredoc(p: Any) -> None:
         # bashlex compares here-doc lines with the raw word (``'EOF'``); bash with the
@@ -193,6 +195,14 @@ def _patch_grammar(bparser: Any, bast: Any) -> None:
         original_heredoc(p)
         output = p[0].output
         output.word = _heredoc_delimiter(output.word)
+        # The tokenizer reads here-doc bodies when it reads a newline, but inside a
+        # compound command the parser may have fetched that newline as look-ahead
+        # before reducing this redirection: the body would then be parsed as commands.
+        # Read it now, from just after that newline, as bash does.
+        lexer = p.lexer
+        current = getattr(lexer, "_current_token", None)
+        if getattr(current, "ttype", None) == newline and lexer.redirstack:
+            gather(lexer)
 
     actions = {
         "p_redirection_heredoc": p_redirection_heredoc,
@@ -280,6 +290,7 @@ class _Masker:
         at_start = True
         assign_ok = True
         depth = 0
+        function_name = False
         cases: list[str] = []  # per open ``case``: "subject", "in", "pattern" or "body"
         while i < n:
             c = t[i]
@@ -337,8 +348,10 @@ class _Masker:
                     return i + 1
                 if depth > 0:
                     depth -= 1
+                # ``name ()``: a function body (a compound command) follows
+                at_start = t[:i].rstrip(_BLANK).endswith("(")
+                assign_ok = False
                 i += 1
-                at_start = assign_ok = False
                 continue
             if c in "<>":
                 if i + 1 < n and t[i + 1] == "(":
@@ -358,6 +371,12 @@ class _Masker:
             end = self.word(i)
             word = t[start:end]
             i = end
+            if function_name:
+                # ``function name``: the body (a compound command) follows
+                function_name = False
+                at_start = True
+                assign_ok = False
+                continue
             if at_start:
                 if cases and cases[-1] == "body" and word == "esac":
                     cases.pop()
@@ -389,6 +408,9 @@ class _Masker:
                 if word == "case":
                     cases.append("subject")
                     at_start = assign_ok = False
+                    continue
+                if word == "function":
+                    function_name = True
                     continue
                 if word in _KEEP_CMD_START:
                     continue
@@ -904,6 +926,7 @@ class _Parser:
         self.problems: list[ParseProblem] = []
         self._problem_set: set[ParseProblem] = set()
         self.functions: list[str] = []
+        self._overrun = False
         # Total characters handed to bashlex: nested code (eval/bash -c/substitutions) is
         # parsed again at each level, so cap the sum at a few times the input.
         self.budget = 2 * len(source) + 65536
@@ -955,11 +978,15 @@ class _Parser:
             self.problem("unsupported", f"shell parser unavailable: {exc}", anchor)
             return
         try:
-            trees = bashlex.parse(masker.masked(), expansionlimit=1)
+            # expansionlimit=-1: bashlex does not parse inside words at all (its own
+            # parse of ``$(..)`` rejects ``&&``/``&`` there); norm() reads substitutions.
+            trees = bashlex.parse(masker.masked(), expansionlimit=-1)
         except berrors.ParsingError as exc:
             message = getattr(exc, "message", None) or str(exc)
             position = getattr(exc, "position", None)
-            position = unit.pos(position) if isinstance(position, int) else anchor
+            if message == "unexpected EOF" or not isinstance(position, int):
+                position = len(code)  # bashlex's EOF position is not an offset in our text
+            position = unit.pos(min(max(position, 0), len(code)))
             self.problem("syntax", f"{message}{where}", position)
             return
         except NotImplementedError as exc:
@@ -1084,7 +1111,6 @@ class _Parser:
                     name = name_raw[:-1] if name_raw.endswith("+") else name_raw
                     value = self.norm(unit, start + eq + 1, end)
                     found.extend(value.subs)
-                    self._check_subs(part, found, unit)
                     assignments.append((name, value.value))
                     subs.extend(found)
                     continue
@@ -1211,12 +1237,22 @@ class _Parser:
         m = unit.scratch()
         out: list[str] = []
         subs: list[_Sub] = []
+        self._overrun = False
         dyn = self._norm_into(t, m, start, end, out, subs, in_dquote=False, heredoc=heredoc)
         if arith:
             dyn = dyn or any(ch.isalpha() or ch == "_" for ch in t[start:end])
-        if node is not None:
-            self._check_subs(node, subs, unit)
+        if self._overrun:
+            # bashlex's tokenizer ended the word before our scan of a quote or
+            # substitution inside it did: one of us is wrong, so say so.
+            self.problem("unsupported", "could not agree on where a quote or substitution ends", unit.pos(start))
         return _Word("".join(out), dyn, subs)
+
+    def _clamp(self, close: int, end: int) -> int:
+        """``close`` limited to ``end``, noting when it had to be."""
+        if close > end:
+            self._overrun = True
+            return end
+        return close
 
     def _norm_into(self, t: str, m: _Masker, i: int, end: int, out: list[str], subs: list[_Sub], *,
                    in_dquote: bool, heredoc: bool) -> bool:
@@ -1245,25 +1281,27 @@ class _Parser:
             if not in_dquote and not heredoc:
                 if c == "'":
                     j = t.find("'", i + 1, end)
-                    j = end if j < 0 else j
+                    if j < 0:
+                        j = end
+                        self._overrun = True
                     out.append(t[i + 1:j])
                     i = j + 1
                     continue
                 if c == '"':
                     close = m.dquote(i + 1)
-                    dyn = self._norm_into(t, m, i + 1, min(close, end), out, subs, in_dquote=True,
+                    dyn = self._norm_into(t, m, i + 1, self._clamp(close, end), out, subs, in_dquote=True,
                                           heredoc=False) or dyn
                     i = close
                     continue
                 if c in "<>" and i == word_start and i + 1 < end and t[i + 1] == "(":
-                    close = min(m.cmd(i + 2, ")"), end)
+                    close = self._clamp(m.cmd(i + 2, ")"), end)
                     subs.append(_Sub(f"{c}(...)", t[i + 2:close - 1], i + 2, True, (i, close)))
                     out.append(t[i:close])
                     dyn = True
                     i = close
                     continue
             if c == "`":
-                close = min(m.backtick(i + 1), end)
+                close = self._clamp(m.backtick(i + 1), end)
                 inner = t[i + 1:close - 1] if close - 1 > i else ""
                 code = _unescape_backtick(inner, in_dquote)
                 subs.append(_Sub("`...`", code, i + 1, code == inner, (i, close)))
@@ -1290,12 +1328,12 @@ class _Parser:
                     out.append(t[i:close])
                     self._norm_into(t, m, i + 3, close - 2, [], subs, in_dquote=False, heredoc=True)
                     return close, True
-            close = min(m.cmd(i + 2, ")"), end)
+            close = self._clamp(m.cmd(i + 2, ")"), end)
             subs.append(_Sub("$(...)", t[i + 2:close - 1], i + 2, True, (i, close)))
             out.append(t[i:close])
             return close, True
         if nxt == "{":
-            close = min(m.brace(i + 2), end)
+            close = self._clamp(m.brace(i + 2), end)
             self._norm_into(t, m, i + 2, close - 1, [], subs, in_dquote=False, heredoc=False)
             out.append(t[i:close])
             return close, True
@@ -1306,11 +1344,11 @@ class _Parser:
                 out.append(t[i:close])
                 return close, True
         if nxt == "'" and not in_dquote:
-            close = min(_ansi_c_end(t, i + 2), end)
+            close = self._clamp(_ansi_c_end(t, i + 2), end)
             out.append(_ansi_c_decode(t[i + 2:close - 1] if close - 1 >= i + 2 else ""))
             return close, False
         if nxt == '"' and not in_dquote:
-            close = min(m.dquote(i + 2), end)
+            close = self._clamp(m.dquote(i + 2), end)
             d = self._norm_into(t, m, i + 2, close, out, subs, in_dquote=True, heredoc=False)
             return close, d
         if nxt.isascii() and (nxt.isalpha() or nxt == "_"):
@@ -1324,24 +1362,6 @@ class _Parser:
             return i + 2, True
         out.append("$")
         return i + 1, False
-
-    def _check_subs(self, node: Any, subs: list[_Sub], unit: _Unit) -> None:
-        """Record a problem if bashlex saw a substitution where we did not (or elsewhere).
-
-        bashlex ends a substitution right after its last command (before trailing blanks,
-        ``;``, comments and here-doc bodies); anything else between its end and ours is a
-        disagreement.
-        """
-        parts = getattr(node, "parts", None) or ()
-        ours = {s.span[0]: s.span[1] for s in subs}
-        for part in parts:
-            if part.kind in ("commandsubstitution", "processsubstitution"):
-                start, end = part.pos
-                end = max(end, _heredoc_end(getattr(part, "command", None)) + 1)
-                mine = ours.get(start)
-                if mine is None or end > mine or not _only_filler(unit.code[max(end - 1, start):mine - 1]):
-                    self.problem("unsupported", "could not agree on where a command substitution ends",
-                                  unit.pos(start))
 
     # ---- emitting and unwrapping
 
@@ -1383,32 +1403,6 @@ class _Parser:
                     self.problem("dynamic_eval", f"{inner.label} runs code built from expansions", position)
                 self.parse_code(inner.code, depth=depth + 1, via=cmd.via + (inner.label,),
                                 background=cmd.background, anchor=position, exact=False)
-
-
-def _heredoc_end(node: Any, depth: int = 0) -> int:
-    """The largest end position of a here-doc body inside a bashlex tree (-1 if none)."""
-    if node is None or depth > 200:
-        return -1
-    best = -1
-    heredoc = getattr(node, "heredoc", None)
-    if heredoc is not None:
-        best = heredoc.pos[1]
-    for attr in ("parts", "list", "redirects"):
-        for child in getattr(node, attr, None) or ():
-            if hasattr(child, "kind"):
-                best = max(best, _heredoc_end(child, depth + 1))
-    for attr in ("command", "body", "output"):
-        child = getattr(node, attr, None)
-        if hasattr(child, "kind"):
-            best = max(best, _heredoc_end(child, depth + 1))
-    return best
-
-
-def _only_filler(text: str) -> bool:
-    """True when ``text`` holds only blanks, newlines, ``;`` and comments."""
-    if "#" in text:
-        text = "\n".join(line.split("#", 1)[0] for line in text.split("\n"))
-    return not text.strip(" \t\n;")
 
 
 def _unescape_backtick(inner: str, in_dquote: bool) -> str:
