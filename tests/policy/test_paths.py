@@ -84,9 +84,10 @@ def test_reach_finds_entries_a_glob_or_tree_may_touch() -> None:
 
 
 def test_default_forbidden_list_has_the_design_entries() -> None:
-    for p in ("/etc", "/sys", "/boot", "/proc", "/root", "/home/*", "~/.ssh", "~/.gnupg", "~/.aws", "~/.kube",
+    for p in ("/etc", "/sys", "/boot", "/proc", "~/.ssh", "~/.gnupg", "~/.aws", "~/.kube",
               "~/.docker", "~/.netrc", "~/.git-credentials", "~/.config"):
         assert p in paths.DEFAULT_FORBIDDEN_PATHS
+    assert paths.OTHER_HOMES == ("/root", "/home/*")
     assert SUPERVISED.forbidden_paths == paths.DEFAULT_FORBIDDEN_PATHS
     assert paths.resolve_forbidden(["@defaults", "~/x", "/etc"])[-1] == "~/x"
 
@@ -132,6 +133,29 @@ def test_home_equal_to_root_is_not_forbidden_as_a_whole() -> None:
     assert _decide("ls ~/.cargo/bin && cat ~/notes.txt", ctx) is Decision.ALLOW
     assert _decide("cat ~/.ssh/id_rsa", ctx) is Decision.DENY
     assert _decide("cat /home/bob/x", ctx) is Decision.DENY
+
+
+@pytest.mark.parametrize(("home", "cmd", "decision", "source"), [
+    ("/home/u", "cat /root/.bashrc", Decision.DENY, "other users' homes"),
+    ("/home/u", "cat /home/bob/.bashrc", Decision.DENY, "other users' homes"),
+    ("/tmp/h", "cat /home/u/.bashrc", Decision.DENY, "other users' homes"),
+    ("/root", "cat /root/.bashrc", Decision.ALLOW, None),
+    ("/home/u", "cat /home/u/notes", Decision.ALLOW, None),
+])
+def test_other_users_homes_are_forbidden_even_with_an_empty_list(home: str, cmd: str, decision: Decision,
+                                                                  source: str | None) -> None:
+    pol = dataclasses.replace(SUPERVISED, forbidden_paths=())
+    v = engine.evaluate(parse(cmd), pol, _ctx("/srv/ws", home=home, realpath=lambda p: p))
+    assert v.decision is decision
+    if source:
+        assert v.primary is not None and v.primary.reason.endswith(f"(forbidden_paths: {source})")
+
+
+def test_a_shared_directory_can_be_carved_out_of_other_homes() -> None:
+    pol = dataclasses.replace(SUPERVISED, allowed_paths=("/home/shared",))
+    ctx = _ctx("/srv/ws", realpath=lambda p: p)
+    assert engine.evaluate(parse("cp /home/shared/data.csv ."), pol, ctx).decision is Decision.ALLOW
+    assert engine.evaluate(parse("cat /home/bob/x"), pol, ctx).decision is Decision.DENY
 
 
 def test_clawshell_home_is_forbidden_even_inside_the_workspace() -> None:

@@ -130,6 +130,8 @@ def _compile(policy: Policy, ctx: EvalContext) -> _Compiled:
         add(f, Kind.FORBIDDEN)
     if ctx.clawshell_home:
         add(ctx.clawshell_home, Kind.FORBIDDEN, source="CLAWSHELL_HOME")
+    for other in paths.OTHER_HOMES:
+        add(other, Kind.FORBIDDEN, source="other users' homes")
     add(home, Kind.READ_OK, source="HOME")
     add(ws, Kind.WRITE_OK, source="workspace")
     for a in (*policy.allowed_paths, *policy.writable_caches, *extra):

@@ -44,7 +44,7 @@ GLOB_CHARS = frozenset("*?[")
 """Characters that make a word a glob pattern."""
 
 DEFAULT_FORBIDDEN_PATHS: tuple[str, ...] = (
-    "/etc", "/sys", "/boot", "/proc", "/root", "/home/*",
+    "/etc", "/sys", "/boot", "/proc",
     "/var/run/docker.sock", "/run/docker.sock", "/dev/mem", "/dev/kmem", "/dev/port",
     "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.kube", "~/.docker", "~/.netrc",
     "~/.git-credentials", "~/.config", "~/.npmrc", "~/.pypirc", "~/.pgpass", "~/.vault-token",
@@ -53,9 +53,16 @@ DEFAULT_FORBIDDEN_PATHS: tuple[str, ...] = (
     "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.gem/credentials",
     "~/.terraform.d/credentials.tfrc.json",
 )
-"""Default ``forbidden_paths``.  ``/root`` and ``/home/*`` stand for other users' homes:
-an entry equal to HOME is ignored and HOME (a literal entry) is more specific than
-``/home/*``, so the user's own HOME stays readable while its secret parts are listed."""
+"""Default ``forbidden_paths``: the secret parts of HOME, not HOME itself (toolchains
+live there), and the system trees DESIGN.md names.  Other users' homes are forbidden
+by the engine on top of any list (:data:`OTHER_HOMES`)."""
+
+OTHER_HOMES: tuple[str, ...] = ("/root", "/home/*")
+"""Other users' homes, always forbidden by the engine (like ``CLAWSHELL_HOME``) and not
+part of ``forbidden_paths``: the kernel relies on their 0700 modes, and a sandbox that hid
+``/root`` would hide the interpreter of a root-installed toolchain.  An entry equal to
+HOME is dropped, and HOME (a literal entry) is more specific than ``/home/*``, so the
+user's own HOME stays readable; ``allowed_paths`` can carve out a shared directory."""
 
 DEFAULTS_MARKER = "@defaults"
 """A ``forbidden_paths`` entry that stands for :data:`DEFAULT_FORBIDDEN_PATHS`."""
