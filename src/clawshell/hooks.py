@@ -332,7 +332,12 @@ def run_hook(agent: str, data: bytes, *, cwd_option: str | None = None, policy_s
         call = PARSERS[agent](data)
         if call is None:
             return no_opinion(agent)
-        from .pipeline import err, judge_actions, session_id
+        from .pipeline import err, inside_sandbox, judge_actions, session_id
+
+        if inside_sandbox(env):
+            # The state home is out of reach in here: nothing could be judged or recorded.
+            return deny_answer(agent, "clawshell: denied: the hook runs inside a command clawshell confined; "
+                                      "configure the agent to run `clawshell hook` outside the sandbox")
 
         workspace, here = _workspace(agent, cwd_option, call, env)
         session = env.get("CLAWSHELL_SESSION") or (f"{agent}-{call.session_id}" if call.session_id

@@ -385,3 +385,35 @@ def test_gemini_hook(workspace: Path, clawhome: Path, tool: str, tool_input: dic
         assert res.stderr.startswith(b"clawshell: denied: ")
     else:
         assert body == {}
+
+
+@pytest.mark.parametrize("agent,blocked_exit", [("claude", 2), ("codex", 2), ("gemini", 2)])
+def test_the_documented_hook_command_blocks_when_clawshell_cannot_run(agent: str, blocked_exit: int,
+                                                                     workspace: Path) -> None:
+    """docs/integrations.md configures `clawshell hook AGENT || exit 2`: anything but a
+    clean answer (here: clawshell not on PATH) blocks instead of failing open."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ["HOME"], "CLAWSHELL_HOME": os.environ["CLAWSHELL_HOME"]}
+    res = subprocess.run(["/bin/sh", "-c", f"clawshell hook {agent} || exit 2"], input=b"{}", env=env,
+                         capture_output=True, timeout=30)
+    assert res.returncode == blocked_exit
+    env["PATH"] = f"{Path(CLAWSHELL).parent}:/usr/bin:/bin"
+    payload = {"claude": claude("Bash", {"command": "ls"}, cwd=str(workspace)),
+               "codex": codex("Bash", {"command": "ls"}, workspace),
+               "gemini": gemini("run_shell_command", {"command": "ls"}, workspace)}[agent]
+    res = subprocess.run(["/bin/sh", "-c", f"clawshell hook {agent} --cwd {workspace} || exit 2"],
+                         input=payload.encode(), env=env, capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    expected = {"claude": None, "codex": b"", "gemini": b"{}\n"}[agent]
+    if expected is None:
+        assert decision_of(res)[0] == "allow"
+    else:
+        assert res.stdout == expected
+
+
+def test_a_hook_inside_a_clawshell_sandbox_denies(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clawshell.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "inside_sandbox", lambda environ: True)
+    ans = hooks.run_hook("claude", claude("Bash", {"command": "ls"}).encode(), cwd_option=str(workspace))
+    out = json.loads(ans.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny" and "outside the sandbox" in out["permissionDecisionReason"]
