@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -104,6 +105,13 @@ SUBSTITUTION = [
      [C("read", "l"), C("echo", "$l", dyn=(1,)), C(r=(R("<", "<(find .)", dyn=True),)),
       C("find", ".", via=("<(...)",))]),
     ("ls > >(tee x)", [C("ls", r=(R(">", ">(tee x)", dyn=True),)), C("tee", "x", via=(">(...)",))]),
+    ("tool --file=<(rm x)", [C("tool", "--file=<(rm x)", dyn=(1,)), C("rm", "x", via=("<(...)",))]),
+    ("x=<(ls) y", [C("y", a=(("x", "<(ls)"),)), C("ls", via=("<(...)",))]),
+    ("echo $(cd sub && pwd)", [C("echo", "$(cd sub && pwd)", dyn=(1,)), C("cd", "sub", via=S), C("pwd", via=S)]),
+    ("x=$(sleep 1 & echo hi)", [C(a=(("x", "$(sleep 1 & echo hi)"),)), C("sleep", "1", via=S, bg=True),
+                                C("echo", "hi", via=S)]),
+    ('echo "`echo \\`id\\``"', [C("echo", "`echo \\`id\\``", dyn=(1,)), C("echo", "`id`", dyn=(1,), via=B),
+                                C("id", via=B + B)]),
 ]
 
 QUOTING = [
@@ -132,6 +140,9 @@ QUOTING = [
     ("echo $1 $@ $# $? $$ $! $-", [C("echo", "$1", "$@", "$#", "$?", "$$", "$!", "$-", dyn=(1, 2, 3, 4, 5, 6, 7))]),
     ("echo $ a$", [C("echo", "$", "a$")]),
     ('cat "my file.txt"', [C("cat", "my file.txt")]),
+    ('echo "a<(b)" \'c<(d)\' e\\<\\(f\\)', [C("echo", "a<(b)", "c<(d)", "e<(f)")]),
+    ("echo $'$(x)' '$(y)' \"\\$(z)\"", [C("echo", "$(x)", "$(y)", "$(z)")]),
+    ("X='$(no)' y", [C("y", a=(("X", "$(no)"),))]),
 ]
 
 WRAPPERS = [
@@ -552,6 +563,39 @@ def test_adversarial_nesting_ends_quickly_with_a_problem_or_a_result(source: str
 
 
 # --------------------------------------------------------------------------- properties
+
+_PLAIN = st.text(alphabet="abcxyzABC019_./-+:@%^=", min_size=1, max_size=6)
+_ANY = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=8)
+_ANSI = st.lists(st.one_of(
+    st.sampled_from(["\\n", "\\t", "\\\\", "\\'", '\\"', "\\a", "\\e"]),
+    st.integers(0x21, 0x7E).map(lambda c: f"\\x{c:02x}"),
+    st.integers(0o40, 0o176).map(lambda c: f"\\{c:03o}"),
+    st.integers(0x21, 0x7E).map(lambda c: f"\\u{c:04x}"),
+    st.text(alphabet="abcXYZ 01.-", min_size=1, max_size=4),
+), max_size=5).map(lambda parts: "$'" + "".join(parts) + "'")
+_PIECE = st.one_of(
+    _PLAIN,
+    _ANY.filter(lambda s: "'" not in s).map(lambda s: f"'{s}'"),
+    _ANY.map(lambda s: '"' + "".join("\\" + ch if ch in '"\\$`' else ch for ch in s) + '"'),
+    st.characters(min_codepoint=33, max_codepoint=126).map(lambda ch: "\\" + ch),
+    _ANSI,
+)
+_WORD = st.lists(_PIECE, min_size=1, max_size=4).map("".join)
+
+
+@pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs /bin/bash as the oracle")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_WORD, min_size=1, max_size=5))
+def test_static_words_normalise_exactly_as_bash_expands_them(words: list[str]) -> None:
+    source = "printf '%s\\0' " + " ".join(words)
+    out = subprocess.run(["/bin/bash", "--norc", "--noprofile", "-c", source], capture_output=True,
+                         env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}, timeout=10)
+    assert out.returncode == 0, out.stderr
+    bash_argv = out.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
+    result = parse(source)
+    assert problems(result) == []
+    assert commands(result) == [C("printf", "%s\\0", *bash_argv)]
+
 
 
 def test_importing_shellparse_does_not_import_bashlex() -> None:

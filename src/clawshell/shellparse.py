@@ -1057,7 +1057,7 @@ class _Parser:
         elif self.inside_mask(unit, start, end):
             return
         else:
-            word = self.norm(unit, start, end, node=node)
+            word = self.norm(unit, start, end)
         self.run_subs(word.subs, unit, bg)
 
     @staticmethod
@@ -1114,7 +1114,7 @@ class _Parser:
                     assignments.append((name, value.value))
                     subs.extend(found)
                     continue
-                word = self.norm(unit, start, end, node=part)
+                word = self.norm(unit, start, end)
                 if word.dynamic:
                     dynamic.append(len(argv))
                 argv.append(word.value)
@@ -1209,7 +1209,7 @@ class _Parser:
             return Redirect(op=op, fd=fd, target=str(out))
         if isinstance(out, str):
             return Redirect(op=op, fd=fd, target=out)
-        word = self.norm(unit, out.pos[0], out.pos[1], node=out)
+        word = self.norm(unit, out.pos[0], out.pos[1])
         subs.extend(word.subs)
         return Redirect(op=op, fd=fd, target=word.value, dynamic=word.dynamic)
 
@@ -1222,7 +1222,7 @@ class _Parser:
 
     # ---- words
 
-    def norm(self, unit: _Unit, start: int, end: int, *, node: Any = None, heredoc: bool = False,
+    def norm(self, unit: _Unit, start: int, end: int, *, heredoc: bool = False,
              arith: bool = False) -> _Word:
         """Normalise the source slice [start, end) of ``unit`` as one word.
 
@@ -1230,8 +1230,8 @@ class _Parser:
         (``$HOME``, ``${x}``, ``$(cmd)``) and make the word dynamic; every command or
         process substitution inside becomes a :class:`_Sub`.  ``heredoc`` reads an
         unquoted here-doc body (quotes literal); ``arith`` an arithmetic expression.
-        When ``node`` (bashlex's word) is given, its substitution boundaries must agree
-        with ours, or a problem is recorded.
+        If a quote or substitution runs past ``end`` (where bashlex's tokenizer ended
+        the word), the two scanners disagree and a problem is recorded.
         """
         t = unit.code
         m = unit.scratch()
@@ -1258,7 +1258,6 @@ class _Parser:
                    in_dquote: bool, heredoc: bool) -> bool:
         """Worker of :meth:`norm`; returns True if an expansion was seen."""
         dyn = False
-        word_start = i
         while i < end:
             c = t[i]
             if c == "\\":
@@ -1293,7 +1292,8 @@ class _Parser:
                                           heredoc=False) or dyn
                     i = close
                     continue
-                if c in "<>" and i == word_start and i + 1 < end and t[i + 1] == "(":
+                if c in "<>" and i + 1 < end and t[i + 1] == "(":
+                    # process substitution, also in the middle of a word (--file=<(cmd))
                     close = self._clamp(m.cmd(i + 2, ")"), end)
                     subs.append(_Sub(f"{c}(...)", t[i + 2:close - 1], i + 2, True, (i, close)))
                     out.append(t[i:close])
