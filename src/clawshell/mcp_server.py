@@ -127,9 +127,18 @@ def _supports_elicitation(ctx: Context) -> bool:
     return caps is not None and getattr(caps, "elicitation", None) is not None
 
 
-def _decide(token: str, verb: str, otp: str | None) -> str | None:
-    """Record the human's answer in the queue; return a problem line or None."""
+OTP_ATTEMPTS = 3
+"""Times the human is asked again after a wrong OTP code before the request is denied."""
+
+
+def _decide(token: str, verb: str, otp: str | None) -> tuple[str | None, bool]:
+    """Record the human's answer in the queue.
+
+    Returns ``(problem, retry)``: no problem when recorded; ``retry`` when the answer
+    was refused but asking again makes sense (a wrong or malformed OTP code).
+    """
     from .approval.queue import ApprovalQueue
+    from .errors import RefusedError, UsageError
     from .home import Home
     from .store import Store
 
@@ -137,11 +146,15 @@ def _decide(token: str, verb: str, otp: str | None) -> str | None:
     store = Store.open(home)
     try:
         ApprovalQueue(store, home=home).decide(token, verb, otp or None)
+    except RefusedError as exc:  # wrong code (counted towards the lockout)
+        return f"clawshell: {exc.tag}: {exc}", "locked" not in str(exc)
+    except UsageError as exc:  # malformed code, or the request expired meanwhile
+        return f"clawshell: {exc.tag}: {exc}", "otp" in str(exc).lower() or "code" in str(exc).lower()
     except ClawshellError as exc:
-        return f"clawshell: {exc.tag}: {exc}"
+        return f"clawshell: {exc.tag}: {exc}", False
     finally:
         store.close()
-    return None
+    return None, False
 
 
 class _Approver:
@@ -170,14 +183,22 @@ class _Approver:
         gated = "--otp" in line
         message = line.replace("clawshell: ", "", 1)
         schema = _ApproveWithOtp if gated else _Approve
-        result = await self.ctx.elicit(message, schema)
-        if result.action == "accept":
-            data = result.data
-            verb = data.decision
-            otp = getattr(data, "otp", "") or None
-        else:
-            verb, otp = "deny", None
-        problem = await anyio.to_thread.run_sync(_decide, token, verb, otp)
+        for _ in range(OTP_ATTEMPTS):
+            result = await self.ctx.elicit(message, schema)
+            if result.action == "accept":
+                verb = result.data.decision
+                otp = getattr(result.data, "otp", "") or None
+            else:
+                verb, otp = "deny", None
+            problem, retry = await anyio.to_thread.run_sync(_decide, token, verb, otp)
+            if problem is None:
+                return
+            self.problems.append(problem)
+            if not retry:
+                return
+            message = f"{problem}. Try again: {line.replace('clawshell: ', '', 1)}"
+        # Out of attempts: deny rather than leave the agent waiting for the timeout.
+        problem, _ = await anyio.to_thread.run_sync(_decide, token, "deny", None)
         if problem:
             self.problems.append(problem)
 

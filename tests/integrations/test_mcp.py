@@ -194,3 +194,40 @@ def test_without_elicitation_the_queue_waits_then_auto_denies(workspace: Path, c
 
     res = session_run(workspace, body)
     assert res.is_error and "auto-denied" in text(res) and "CLAW-" in text(res)
+
+
+@pytest.mark.parametrize("right_code", [True, False], ids=["right-otp", "wrong-otp"])
+def test_gated_write_asks_for_an_otp_code_through_elicitation(workspace: Path, clawhome: Path,
+                                                              right_code: bool) -> None:
+    import time
+
+    from clawshell.approval import otp
+    from clawshell.approval.queue import write_otp_secret
+    from clawshell.home import Home
+
+    raw = os.urandom(20)
+    write_otp_secret(Home(str(clawhome)), otp.encode_secret(raw))
+    (clawhome / "config").mkdir(parents=True, exist_ok=True)
+    (clawhome / "config" / "policy.toml").write_text(
+        '[safety.approval]\ntimeout_seconds = 30\n\n[security.otp]\ngated_actions = ["file_write"]\n')
+    schemas: list[dict] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        schemas.append(params.requested_schema)
+        code = otp.code_at(raw, time.time()) if right_code else "000000"
+        if not right_code and code == otp.code_at(raw, time.time()):
+            code = "111111"
+        return types.ElicitResult(action="accept", content={"decision": "allow", "otp": code})
+
+    async def body(s: ClientSession) -> types.CallToolResult:
+        return await s.call_tool("write_file", {"path": "gated.txt", "content": "ok\n"})
+
+    res = session_run(workspace, body, elicit=elicit)
+    assert "otp" in schemas[0]["properties"]
+    assert len(schemas) == (1 if right_code else 3)  # a wrong code is asked for again, then denied
+    if right_code:
+        assert not res.is_error, text(res)
+        assert (workspace / "gated.txt").read_text() == "ok\n"
+    else:
+        assert res.is_error
+        assert not (workspace / "gated.txt").exists()
