@@ -262,6 +262,21 @@ def test_a_vendor_token_inside_binary_is_still_masked() -> None:
     assert len(out) == len(blob) - len(NPM) + len(b"[REDACTED:npm_token]")
 
 
+def test_binary_streams_skip_the_entropy_heuristic_so_symbol_tables_survive() -> None:
+    elf = b"\x7fELF\x02\x01\x01" + b"\x00" * 600 + b"N4llvm2cl15OptionValueBaseIbLb0EEE\x00" + GENERIC.encode() + b"\x00"
+    assert stream(elf, [4096])[0] == elf
+
+
+def test_crlf_output_and_progress_bars_are_scanned_line_by_line() -> None:
+    data = b"x" * leaks.BINARY_SNIFF + b"\r\n" + f"API_TOKEN={GH}\r\n".encode() + b"".join(
+        b"\rdownloading %d%%" % i for i in range(0, 101, 5)) + b"\n"
+    out, sc = stream(data, [7, 300])
+    assert out == scan(data)[0] and [f.kind for f in sc.findings] == ["github_token"]
+    sc = StreamScanner("stdout", DEFAULT)
+    sc.feed(b"y" * leaks.BINARY_SNIFF + b"\n")
+    assert sc.feed(b"\rdownloading 5%\rdownloading 10%") == b"\rdownloading 5%\r"
+
+
 # --------------------------------------------------------------------------- known secrets
 
 def test_known_secrets_are_masked_wherever_they_appear() -> None:

@@ -12,9 +12,9 @@ never run through a regex.  A few C-speed passes find *anchors*:
 * ``bytes.translate`` + ``bytes.find`` locate runs of >= 20 token characters
   (``[A-Za-z0-9+/_-]``): every vendor token, JWT segment, base64 key and
   high-entropy candidate is such a run;
-* ``bytes.find`` on a lower-cased copy locates a handful of literal keywords
-  (``pass``, ``secret``, ``token``, ``://``, ``uthorization``, ``-----begin``,
-  prompt-injection phrases).
+* ``bytes.find`` locates a handful of literal keywords: ``pass``, ``secret``,
+  ``token``, ``key`` and six prompt-injection anchors on a lower-cased copy,
+  ``-----BEGIN``, ``uthorization`` and ``@`` (URL credentials) on the bytes.
 
 Only around an anchor does a specific, anchored regex run.  The Shannon-entropy
 heuristic only looks at runs no specific pattern claimed.
@@ -166,8 +166,6 @@ _RUN_CHARS = _ALNUM + b"+/_-"
 _DIGITS = b"0123456789"
 _UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LOWER = b"abcdefghijklmnopqrstuvwxyz"
-_HEX = b"0123456789abcdefABCDEF"
-_HEX_DASH = _HEX + b"-"
 
 
 class _Engine:
@@ -286,12 +284,8 @@ class _Engine:
         self.letter_pair = c(rb"(?=[a-z]{2})")
         self.common_pair = c(rb"(?=" + b"|".join(_BIGRAMS) + rb")")
         self.class_runs = c(rb"[A-Z]+|[a-z]+|[0-9]+|[^A-Za-z0-9]+")
-        self.uuid = c(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-        self.hexlike = c(rb"(?:0x)?[0-9a-fA-F_\-]+$")
         self.digest_prefix = c(rb"(?:sha(?:1|224|256|384|512)|md5|blake2b?|xxh\d*)[-_:]", re.I)
         self.aws_context = c(rb"(?i)aws|secret_?access|secretaccesskey|A[KS]IA[A-Z0-9]{16}")
-        self.azure_context = c(rb"(?i)(?:account|shared_?access)_?key\s*[=:]\s*[\"']?$")
-        self.auth_context = c(rb"(?i)(?:bearer|basic|token|x-api-key:|api-key:)\s*$")
 
         # Prompt injection (run on the lower-cased buffer around an anchor).
         ws = rb"[\s*_`\"'>#]+"
@@ -678,13 +672,15 @@ class _Scan:
         prefix = e.prefix
         final = self.final
         settings = self.settings
-        generic = settings.high_entropy_tokens and "high_entropy" not in settings.disabled_patterns
+        # Binary streams are full of symbol names and packed data: only vendor patterns,
+        # private keys and known secrets are looked for there.
+        generic = (settings.high_entropy_tokens and "high_entropy" not in settings.disabled_patterns
+                   and not self.binary)
         zones = self.zones
         claimed = sorted([(a, b, "") for a, b in zones] + self.spans)
         ci = 0
         nclaimed = len(claimed)
         last_end = 0
-        hexdash = _HEX_DASH
         digits = _DIGITS
         vendor_first = e.vendor_first
         plain = e.plain_run.fullmatch
@@ -697,6 +693,8 @@ class _Scan:
             if end < 0:
                 end = n
             pos = find(needle, end)
+            if end < n and buf[s] not in vendor_first and plain(buf, s, end) is not None:
+                continue  # fast path: hex digests, UUIDs, one-case paths and identifiers
             if s < last_end or end - s > MAX_RUN:
                 continue
             if end >= n and not final:
@@ -790,8 +788,10 @@ class _Scan:
         and the look-behind context only for the few runs that survive them."""
         buf, e = self.buf, self.e
         L = end - s
-        if L < self.min_generic or L > 512 or tok.startswith((b"AAAA", b"_Z", b"__Z")):
+        if L < self.min_generic or L > 512 or tok.startswith((b"AAAA", b"_Z", b"__Z", b"_GLOBAL_")):
             return None  # ssh public keys, C++ mangled names
+        if tok[0] == 78 and 48 <= tok[1] <= 57:
+            return None  # N4llvm2cl15OptionValue...: a mangled nested name
         slash = tok.find(b"/")
         if slash >= 0:
             first = tok[:slash]
@@ -1055,8 +1055,11 @@ class StreamScanner:
         if final:
             cut = n
         else:
-            nl = buf.rfind(b"\n", max(lo, n - HOLD))
-            cut = nl + 1 if nl >= 0 else max(lo, n - HOLD)
+            # Emit up to the last line break (a progress bar's "\r" counts): nothing
+            # but PEM blocks and known secrets (both held on their own) spans one.
+            a = max(lo, n - HOLD)
+            nl = max(buf.rfind(b"\n", a), buf.rfind(b"\r", a))
+            cut = nl + 1 if nl >= 0 else a
             if scan.pending < cut:
                 cut = max(lo, scan.pending)
             for s, e, _ in spans:
