@@ -17,13 +17,38 @@ replaces each with a placeholder of the *same length* (so every position stays v
 ``[[ .. ]]`` and ``(( .. ))`` become a ``:`` command, ``$(( .. ))`` / ``$[ .. ]`` a
 ``${__}`` word, ``for (( .. ))`` a ``for _ in _`` header, ``a=( .. )`` an ``a=___``
 word.  The masked regions are then read from the original text by this module.
-bashlex's grammar actions for ``case``, ``select``, ``coproc`` and ``time`` raise
-NotImplementedError; they are replaced (once, in-process) by actions that build plain
-nodes.  Words are never taken from bashlex's own quote removal (it mangles ``$'..'``);
-each word is re-read from the source slice by :meth:`_Parser.norm`, which also finds
-every substitution inside it, including those bashlex does not look into (inside
-``${..}``, arithmetic and here-doc bodies).  The code inside each substitution, and
-each wrapper's inner command, is parsed recursively with the depth counted.
+
+bashlex is run with ``expansionlimit=-1``: it finds the words (its tokenizer matches
+``$(..)``, backticks and quotes the way bash does) but does not look inside them (its
+own parse of ``$(..)`` rejects ``&&`` and ``&``, and its quote removal mangles
+``$'..'``).  Each word is re-read from the source slice by :meth:`_Parser.norm`,
+which decodes quotes and finds every substitution inside it, including inside
+``${..}``, arithmetic and here-doc bodies; the code of each substitution, and each
+wrapper's inner command, is parsed recursively with the depth counted.
+
+Patched into bashlex once per process (:func:`_bashlex`): grammar actions for
+``case``, ``select``, ``coproc`` and ``time`` (the originals raise
+NotImplementedError), here-doc delimiters compared after quote removal, here-doc
+bodies read inside compound commands (bashlex parsed them as commands), and an
+infinite loop on ``${`` without ``}``.
+
+Conventions the policy engine relies on
+---------------------------------------
+* The wrapper is emitted, then what it runs, with ``via`` extended by a label: the
+  wrapper's name (``sudo``, ``env``, ``xargs``, ``nohup`` ...), ``bash -c`` /
+  ``sh -c`` (code argument), ``bash <<`` (code from a here-doc or here-string on
+  stdin), ``eval``, ``env -S``, ``su -c``, ``flock -c``, ``script -c``, ``watch``,
+  ``find -exec`` (``-execdir``/``-ok``/``-okdir``), ``git -c <key>``,
+  ``git submodule foreach``, ``git rebase --exec`` ...; substitutions add ``$(...)``,
+  ```...``` or ``<(...)``/``>(...)``.  An inner command inherits the wrapper's
+  assignments, redirects and ``background``.
+* ``[[ .. ]]`` and ``(( .. ))`` are emitted as argv ``("[[", ..., "]]")`` and
+  ``("((", expr, "))")``; redirects on a compound command (``{ ..; } > f``) as a
+  command with an empty argv.
+* Expansions stay literal in words (``$HOME/.ssh``) and their index is in
+  ``dynamic_words``; a dynamic command name also yields a ``dynamic_command``
+  problem, code built from expansions (``eval "$x"``, ``bash -c "$x"``) a
+  ``dynamic_eval`` problem (the literal text is still parsed).
 
 bashlex is imported on the first call (``parsercache.prepare_bashlex`` may have made
 that import cheap); importing this module imports nothing heavy.
@@ -47,6 +72,9 @@ _META = " \t\n;&|()<>"
 
 _KEEP_CMD_START = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"})
 """Reserved words after which the next word is still in command position."""
+
+_DECLARATIONS = frozenset({"declare", "local", "export", "readonly", "typeset"})
+"""Builtins whose ``name=(..)`` arguments are compound (array) assignments."""
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "fish", "yash", "posh", "lksh"})
 
@@ -248,6 +276,7 @@ class _Masker:
         # Look-ahead scans (paren_end, cond_end ...) can revisit text; a step budget
         # linear in the input keeps adversarial nesting from going quadratic.
         self.steps = 48 * self.n + 20000
+        self.cases_seen = 0
         self._paren_memo: dict[int, int | None] = {}
 
     def spend(self, count: int) -> None:
@@ -291,6 +320,7 @@ class _Masker:
         assign_ok = True
         depth = 0
         function_name = False
+        declaration = False
         cases: list[str] = []  # per open ``case``: "subject", "in", "pattern" or "body"
         while i < n:
             c = t[i]
@@ -300,6 +330,7 @@ class _Masker:
             if c == "\n":
                 i = self.heredoc_bodies(i + 1)
                 at_start = assign_ok = True
+                declaration = False
                 continue
             if c in _BLANK:
                 i += 1
@@ -330,6 +361,7 @@ class _Masker:
                 if two == "&>":
                     continue
                 at_start = assign_ok = True
+                declaration = False
                 continue
             if c == "(":
                 if at_start and t.startswith("((", i):
@@ -342,6 +374,7 @@ class _Masker:
                 depth += 1
                 i += 1
                 at_start = assign_ok = True
+                declaration = False
                 continue
             if c == ")":
                 if depth == 0 and closer == ")":
@@ -355,7 +388,7 @@ class _Masker:
                 continue
             if c in "<>":
                 if i + 1 < n and t[i + 1] == "(":
-                    i = self.cmd(i + 2, ")")
+                    i = self.substitution(i + 2)
                     at_start = assign_ok = False
                     continue
                 if t.startswith("<<", i) and not t.startswith("<<<", i):
@@ -406,6 +439,7 @@ class _Masker:
                     at_start = assign_ok = False
                     continue
                 if word == "case":
+                    self.cases_seen += 1
                     cases.append("subject")
                     at_start = assign_ok = False
                     continue
@@ -414,13 +448,17 @@ class _Masker:
                     continue
                 if word in _KEEP_CMD_START:
                     continue
+                if word in _DECLARATIONS:
+                    declaration = True  # ``declare a=(1 2)``: compound assignments as arguments
+                    at_start = assign_ok = False
+                    continue
             if cases and cases[-1] == "subject":
                 cases[-1] = "in"
                 continue
             if cases and cases[-1] == "in" and word == "in":
                 cases[-1] = "pattern"
                 continue
-            if assign_ok and _assignment_name_end(word) is not None:
+            if (assign_ok or declaration) and _assignment_name_end(word) is not None:
                 if word.endswith("=") and i < n and t[i] == "(":
                     aend = self.paren_end(i)
                     if aend is not None:
@@ -429,6 +467,20 @@ class _Masker:
                 continue
             at_start = assign_ok = False
         return n
+
+    def substitution(self, i: int) -> int:
+        """Scan the body of ``$(``/``<(``/``>(`` starting at ``i``; index after its ``)``.
+
+        bashlex's tokenizer only knows a ``case`` at the very start of a substitution
+        (``$(a && case ..)`` ends at the first pattern's ``)``).  bashlex does not need
+        the body (it is parsed from the original text), so a body holding a ``case`` is
+        masked.
+        """
+        before = self.cases_seen
+        end = self.cmd(i, ")")
+        if self.cases_seen > before and end - 1 > i and self.t[end - 1] == ")":
+            self.masks[i] = (end - 1, "body")
+        return end
 
     def _case_pattern(self, i: int, cases: list[str]) -> tuple[int, bool]:
         """One step in a ``case`` pattern list; returns (next index, at_start)."""
@@ -535,7 +587,7 @@ class _Masker:
                 if end is not None:
                     self.masks[i] = (end, "arith")
                     return end
-            return self.cmd(i + 2, ")")
+            return self.substitution(i + 2)
         if nxt == "{":
             return self.brace(i + 2)
         if nxt == "[":
@@ -726,7 +778,7 @@ def _placeholder(kind: str, original: str) -> str:
         return ":" + " " * (size - 1)
     if kind == "arith":
         return "${" + "_" * (size - 3) + "}" if size >= 4 else "_" * size
-    if kind == "array":
+    if kind in ("array", "body"):
         return "_" * size
     if kind in ("arith_for", "arith_for_semi"):
         body = "_ in _"
@@ -1016,7 +1068,8 @@ class _Parser:
         elif kind == "command":
             self.command(node, unit, bg)
         elif kind == "compound":
-            self.walk_list(node.list, unit, bg)
+            # a coprocess runs asynchronously, like ``&``
+            self.walk_list(node.list, unit, bg or getattr(node, "construct", "") == "coproc")
             if node.redirects:
                 self.redirect_only(node, unit, bg)
         elif kind in ("if", "for", "while", "until"):
@@ -1767,6 +1820,17 @@ def _script(cmd: SimpleCommand) -> list[_Inner]:
     return []
 
 
+def _trap(cmd: SimpleCommand) -> list[_Inner]:
+    """``trap 'code' SIGNAL...``: the code runs later, in this shell."""
+    argv = cmd.argv
+    i = 1
+    if i < len(argv) and argv[i] == "--":
+        i += 1
+    if len(argv) - i < 2 or argv[i].startswith("-"):
+        return []  # -p/-l, a reset (``trap - INT``) or a lone signal
+    return [_code("trap", cmd, (i,), argv[i])]
+
+
 def _busybox(cmd: SimpleCommand) -> list[_Inner]:
     return _arg_wrapper("busybox", 1)
 
@@ -1915,6 +1979,7 @@ _WRAPPERS: dict[str, Any] = {
     "unbuffer": _simple("unbuffer"),
     "script": _script,
     "busybox": _busybox,
+    "trap": _trap,
 }
 
 
