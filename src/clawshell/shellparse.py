@@ -464,6 +464,9 @@ class _Masker:
                     if aend is not None:
                         self.masks[i] = (aend, "array")
                         i = aend
+                # After an assignment, ``[[``/``((`` are no longer reserved words: bash
+                # runs a command named ``[[`` and ``||`` inside it separates commands.
+                at_start = False
                 continue
             at_start = assign_ok = False
         return n
