@@ -437,6 +437,7 @@ DYNAMIC = [
     ("git -c core.pager=\"$P\" log", [C("git", "-c", "core.pager=$P", "log", dyn=(2,)),
                                       C("$P", dyn=(0,), via=("git -c core.pager",))],
      [("dynamic_eval", 0), ("dynamic_command", 0)]),
+    ("git -c include.path=/tmp/x.cfg log", [C("git", "-c", "include.path=/tmp/x.cfg", "log")], [("dynamic_eval", 0)]),
     ("$(which python) -c 'x'", [C("$(which python)", "-c", "x", dyn=(0,)), C("which", "python", via=S)],
      [("dynamic_command", 0)]),
 ]

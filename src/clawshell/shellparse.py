@@ -1456,7 +1456,8 @@ class _Parser:
                 self.emit(sub, depth + 1, position)
             else:
                 if inner.dynamic_code:
-                    self.problem("dynamic_eval", f"{inner.label} runs code built from expansions", position)
+                    self.problem("dynamic_eval", inner.reason or f"{inner.label} runs code built from expansions",
+                                 position)
                 self.parse_code(inner.code, depth=depth + 1, via=cmd.via + (inner.label,),
                                 background=cmd.background, anchor=position, exact=False)
 
@@ -1486,11 +1487,11 @@ def _unescape_backtick(inner: str, in_dquote: bool) -> str:
 class _Inner:
     """What a wrapper runs: an argv slice (``kind="argv"``) or shell code (``"code"``)."""
 
-    __slots__ = ("kind", "label", "start", "argv", "dynamic", "assignments", "code", "dynamic_code")
+    __slots__ = ("kind", "label", "start", "argv", "dynamic", "assignments", "code", "dynamic_code", "reason")
 
     def __init__(self, kind: str, label: str, *, start: int = 0, argv: tuple[str, ...] | None = None,
                  dynamic: tuple[int, ...] | None = None, assignments: tuple[tuple[str, str], ...] = (),
-                 code: str = "", dynamic_code: bool = False) -> None:
+                 code: str = "", dynamic_code: bool = False, reason: str = "") -> None:
         self.kind = kind
         self.label = label
         self.start = start
@@ -1499,6 +1500,7 @@ class _Inner:
         self.assignments = assignments
         self.code = code
         self.dynamic_code = dynamic_code
+        self.reason = reason
 
 
 def _skip_options(argv: tuple[str, ...], i: int, *, short_arg: str = "", long_arg: Iterable[str] = (),
@@ -1871,6 +1873,12 @@ def _git_key_code(key: str, value: str) -> str | None:
     return None
 
 
+def _git_key_includes(key: str) -> bool:
+    """True for ``include.path`` / ``includeIf.<cond>.path``: another config file is read."""
+    low = key.lower()
+    return low == "include.path" or (low.startswith("includeif.") and low.endswith(".path"))
+
+
 def _git_key_runs_code(key: str) -> bool:
     """True when ``key`` names a setting whose value may be run as a command."""
     return _git_key_code(key, "!x" if key.lower().startswith("alias.") else "x") is not None
@@ -1902,13 +1910,18 @@ def _git(cmd: SimpleCommand) -> list[_Inner]:
             code = _git_key_code(key, value)
             if code is not None:
                 out.append(_code(f"git -c {key}", cmd, (index,), code))
+            elif _git_key_includes(key):
+                # an included config file may set core.pager, aliases ...: not visible here
+                out.append(_Inner("code", f"git -c {key}", code="", dynamic_code=True,
+                                  reason=f"git -c {key} reads a config file that may set commands to run"))
             continue
         if a == "--config-env" or a.startswith("--config-env="):
             setting = a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < n else "")
             i += 1 if "=" in a else 2
             key = setting.partition("=")[0]
-            if _git_key_runs_code(key):
-                out.append(_Inner("code", f"git --config-env {key}", code="", dynamic_code=True))
+            if _git_key_runs_code(key) or _git_key_includes(key):
+                out.append(_Inner("code", f"git --config-env {key}", code="", dynamic_code=True,
+                                  reason=f"git --config-env {key} takes its value from the environment"))
             continue
         if a in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--attr-source", "--list-cmds"):
             i += 2
