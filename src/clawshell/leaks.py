@@ -738,7 +738,6 @@ class _Scan:
                     self._add(a, b, kind)
                 last_end = b
                 continue
-            # Cheap rejections: hex digests, UUIDs, identifiers without digits.
             tok = buf[s:end]
             # 2. value of ``auth`` / ``credentials`` / ``pwd`` names (other secret names have
             #    keyword anchors of their own)
@@ -752,7 +751,7 @@ class _Scan:
             L = end - s
             nd = L - len(tok.translate(None, digits))
             if nd == 0 and (L < 32 or tok.islower() or tok.isupper()):
-                continue
+                continue  # identifiers without digits
             # 3. generic high-entropy token
             kind = self._generic(s, end, tok, nd, s0)
             if kind is not None:
