@@ -460,6 +460,18 @@ SYNTAX = [
 ]
 
 
+# Constructs bash accepts that the parser does not handle: each must come back as a
+# problem (the policy then asks or denies), never as a silently smaller command list.
+GAPS = [
+    ("f() [[ -f x ]]", "syntax"),          # a function body that is [[ ]] or (( )) directly
+    ("f() (( x ))", "syntax"),
+    ("coproc NAME { ls; }", "syntax"),     # named coprocess
+    ("time", "syntax"),                    # bare time
+    ("echo a\\", "syntax"),                # trailing backslash at the end of input
+    ("cat <<EOF\nno end", "syntax"),       # here-doc closed by end of input (bash warns and runs it)
+]
+
+
 def _ids(table: list[tuple]) -> list[str]:
     return [repr(row[0])[:60] for row in table]
 
@@ -494,6 +506,13 @@ def test_syntax_errors_are_problems_with_a_position(source: str, found: list[tup
     result = parse(source)
     assert problems(result) == found
     assert all(p.message for p in result.problems)
+
+
+@pytest.mark.parametrize("source,kind", GAPS, ids=_ids(GAPS))
+def test_constructs_the_parser_cannot_handle_are_problems(source: str, kind: str) -> None:
+    result = parse(source)
+    assert [p.kind for p in result.problems] == [kind]
+    assert result.problems[0].position is not None
 
 
 def test_inner_syntax_error_names_the_wrapper() -> None:
