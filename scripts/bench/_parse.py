@@ -9,6 +9,7 @@ Prints, in one run:
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import subprocess
@@ -93,22 +94,27 @@ def latency(commands: list[str]) -> None:
         parsercache.prepare_bashlex(cache)
     for command in commands[:50]:  # warm up
         shellparse.parse(command)
-    samples = []
+    wall: list[float] = []
+    cpu: list[float] = []
     problems = 0
     for _ in range(3):
         for command in commands:
+            c0 = time.thread_time()
             t0 = time.perf_counter()
             result = shellparse.parse(command)
-            samples.append(time.perf_counter() - t0)
+            wall.append(time.perf_counter() - t0)
+            cpu.append(time.thread_time() - c0)
             problems += bool(result.problems)
-    samples.sort()
-
-    def q(p: float) -> float:
-        return samples[min(len(samples) - 1, int(p * len(samples)))] * 1000
 
     print(f"shellparse.parse over {len(commands)} agent commands x3 (warm process)")
-    print(f"  p50 {q(0.50):.3f} ms   p90 {q(0.90):.3f} ms   p99 {q(0.99):.3f} ms   max {samples[-1] * 1000:.3f} ms"
-          f"   mean {statistics.mean(samples) * 1000:.3f} ms")
+    for name, samples in (("wall", wall), ("cpu ", cpu)):
+        samples.sort()
+
+        def q(p: float) -> float:
+            return samples[min(len(samples) - 1, int(p * len(samples)))] * 1000
+
+        print(f"  {name}  p50 {q(0.50):.3f} ms   p90 {q(0.90):.3f} ms   p99 {q(0.99):.3f} ms"
+              f"   max {samples[-1] * 1000:.3f} ms   mean {statistics.mean(samples) * 1000:.3f} ms")
     print(f"  commands with a parse problem: {problems // 3} of {len(commands)}")
 
 
@@ -154,6 +160,8 @@ def fresh_process(runs: int) -> None:
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"load average {load:.2f} on {os.cpu_count()} CPUs (figures scale with it)")
     latency(make_commands(count))
     fresh_process(runs)
 
