@@ -18,7 +18,8 @@ find_real_python() {
 }
 
 ensure_venv() {
-  local extras="$1" stamp="$VENV/.clawshell-installed$extras"
+  local extras="$1"
+  local stamp="$VENV/.clawshell-installed$extras"
   if [ -x "$VENV/bin/python" ] && [ -f "$stamp" ] && [ "$stamp" -nt "$ROOT/pyproject.toml" ]; then
     return 0
   fi
