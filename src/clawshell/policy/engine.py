@@ -505,7 +505,7 @@ def evaluate(parsed: ParseResult, policy: Policy, ctx: EvalContext) -> Verdict:
         st.parts.append((rules.FORK_BOMB_ID, 100))
     for p in parsed.problems:
         d = st.gate(Decision.APPROVE, Decision.DENY, Decision.APPROVE)
-        where = f" at {p.position}" if p.position is not None else ""
+        where = f" at position {p.position}" if p.position is not None else ""
         st.add(f"parse.{p.kind}", d, f"{PROBLEM_REASONS.get(p.kind, p.kind)}{where}: {p.message}",
                parsed.source[:200], alternative=ALTERNATIVES["parse"])
     for cmd in parsed.commands:
