@@ -387,16 +387,19 @@ class Policy:
     autonomy: Autonomy = Autonomy.SUPERVISED
     """readonly | supervised | full."""
     workspace_only: bool = True
-    """Writes outside the workspace are denied (forced False under full)."""
+    """Writes outside the workspace are denied (defaults to False under full unless set)."""
     allowed_commands: tuple[str, ...] | None = None
-    """None (missing): any command name; empty tuple: no command may run;
-    otherwise only these basenames run (others need approval)."""
+    """None (missing): any command name; empty tuple: every command needs approval
+    (denied under readonly); otherwise only these basenames run, others need approval.
+    Shell builtins such as ``cd`` and ``echo`` are never gated by this list."""
     forbidden_commands: tuple[str, ...] = ()
     """Basenames that are always denied."""
     rules: tuple[CommandRule, ...] = ()
-    """Pattern rules (built-in defaults plus config)."""
+    """Configured pattern rules; the engine always applies its built-in rules too."""
     forbidden_paths: tuple[str, ...] = ()
-    """Paths (``~`` allowed) never read or written."""
+    """Paths (``~`` allowed) never read or written.  Empty in a hand-built Policy; the
+    loader fills in ``policy.paths.DEFAULT_FORBIDDEN_PATHS``.  Other users' homes and
+    CLAWSHELL_HOME are forbidden by the engine itself."""
     allowed_paths: tuple[str, ...] = ()
     """Paths outside the workspace that may be written (most specific entry wins)."""
     protected_paths: tuple[str, ...] = (
