@@ -199,6 +199,9 @@ class _Engine:
              + tuple(b"SK" + bytes([h]) for h in b"0123456789abcdef"),
              "twilio_key", rb"(?:AC|SK)[0-9a-f]{32}(?![A-Za-z0-9])"),
             ((b"eyJ",), "jwt", rb"eyJ[A-Za-z0-9_\-]{8,}\.ey[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{16,}" + end),
+            # A base64-encoded PEM block (kubeconfig client-key-data, k8s tls.key): checked
+            # by decoding its header, see _specific.
+            ((b"LS0",), "private_key", rb"LS0tLS1CRUdJTi[A-Za-z0-9+/]{60,}={0,2}(?![A-Za-z0-9+/=])"),
         ]
         self.prefix: dict[bytes, list[tuple[str, re.Pattern[bytes]]]] = {}
         for prefixes, kind, pattern in specific:
@@ -240,7 +243,7 @@ class _Engine:
             rb"(?P<q1>[\"']?)(?P<sp1>[ \t]*)(?P<op>=>|:=|==|!=|=|:)(?P<sp2>[ \t]*)"
             rb"(?:\"(?P<dq>(?:[^\"\\\r\n]|\\[^\r\n]){0,512})\""
             rb"|'(?P<sq>[^'\r\n]{0,512})'"
-            rb"|(?P<bare>[^\x00-\x20\x7f\"'`,;&<>(){}\[\]=|][^\x00-\x20\x7f\"'`,;&<>(){}\[\]|]{0,511}))"
+            rb"|(?P<bare>[^\x00-\x20\x7f\"'`,;&<>(){}\[\]=|][^\x00-\x20\x7f\"'`,;<>(){}\[\]|]{0,511}))"
         )
         # Reversed: what precedes a value run, read backwards (quote, op, quote, name).
         self.assign_rev = c(rb"[\"']?[ \t]*(?:>=|=:|=|:)[ \t]*[\"']?([A-Za-z0-9_.\-]{1,96})")
@@ -249,6 +252,7 @@ class _Engine:
             rb"undefined|required|secret|password|token|redacted|hidden|masked|empty|env|"
             rb"\d{1,7})$"
         )
+        self.query_next = c(rb"&[A-Za-z_][A-Za-z0-9_.\-]*=")
         self.type_name = c(rb"(?:[A-Z][a-z0-9]+){1,4}$|[a-z]+\[")
         self.plain_ident = c(rb"[A-Za-z_]+$")
         self.ident_value = c(
@@ -615,6 +619,9 @@ class _Scan:
                 return False  # f(password=password
             if _placeholder(value):
                 return False
+            q = e.query_next.search(value)
+            if q is not None:
+                value = value[:q.start()]  # ?user=u&password=p&next=1
             value = value.rstrip(b".")
             vend = vstart + len(value)
         else:
@@ -769,6 +776,8 @@ class _Scan:
         for kind, rx in handlers:
             m = rx.match(self.buf, s)
             if m is not None:
+                if kind == "private_key" and b"PRIVATE KEY" not in _b64decode(self.buf[s:s + 80]):
+                    continue  # a base64 certificate or public key
                 return (s, m.end(), kind)
         return None
 
@@ -881,18 +890,23 @@ _BIGRAMS = tuple(
 )
 
 
-def _base64_text(tok: bytes) -> bool:
-    """True when ``tok`` is base64 of mostly printable text (not key material)."""
-    if len(tok) < 24:
-        return False
+def _b64decode(tok: bytes) -> bytes:
+    """Lenient base64 / base64url decode of a token prefix (b"" when it is not base64)."""
     import binascii
 
     t = tok.replace(b"-", b"+").replace(b"_", b"/")
     t = t[: len(t) - len(t) % 4]
     try:
-        raw = binascii.a2b_base64(t)
+        return binascii.a2b_base64(t)
     except (binascii.Error, ValueError):
+        return b""
+
+
+def _base64_text(tok: bytes) -> bool:
+    """True when ``tok`` is base64 of mostly printable text (not key material)."""
+    if len(tok) < 24:
         return False
+    raw = _b64decode(tok)
     if not raw:
         return False
     printable = len(raw) - len(raw.translate(None, _PRINTABLE))

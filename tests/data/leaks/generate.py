@@ -543,6 +543,21 @@ def positives(g: Gen) -> list[dict]:
         cases.append({"carrier": car, "file": fname, "text": text,
                       "secrets": [{"kind": "private_key", "also": [], "value": key}]})
 
+    # Base64-encoded private keys: kubeconfig client-key-data, Kubernetes TLS secrets.
+    for i in range(10):
+        key = base64.b64encode((pem(g) + "\n").encode()).decode()
+        crt = base64.b64encode((cert(g) + "\n").encode()).decode()
+        if i % 2 == 0:
+            text = (f"users:\n- name: {g.word()}-admin\n  user:\n    client-certificate-data: {crt}\n"
+                    f"    client-key-data: {key}\n")
+            car, fname = "kubeconfig", "config"
+        else:
+            text = (f"apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata:\n  name: {g.word()}-tls\n"
+                    f"data:\n  tls.crt: {crt}\n  tls.key: {key}\n")
+            car, fname = "k8s_tls", "tls-secret.yaml"
+        cases.append({"carrier": car, "file": fname, "text": text,
+                      "secrets": [{"kind": "private_key", "also": [], "value": key}]})
+
     # Passwords in URLs and connection strings.
     for i in range(24):
         user, pw, host = g.pick(USERS), g.password().replace("@", "%40").replace("/", "%2F").replace(":", "%3A"), g.pick(HOSTS)
