@@ -107,7 +107,7 @@ MAX_KNOWN = 65536
 """Known secrets longer than this are ignored (they cannot be held back)."""
 
 BINARY_SNIFF = 512
-"""Bytes held at the start of a stream to decide whether it is text or binary."""
+"""A stream whose first this-many bytes are over 5% control bytes is binary."""
 
 MIN_KNOWN = 8
 """Known secrets shorter than this are ignored (too many false matches)."""
@@ -1026,6 +1026,7 @@ class StreamScanner:
         self._base = 0       # stream offset of _buf[0]
         self._done = False
         self._binary: bool | None = None  # decided on the first BINARY_SNIFF bytes
+        self._head = b""
 
     def feed(self, data: bytes) -> bytes:
         """Scan ``data`` (the next bytes of the stream); return what may be emitted now."""
@@ -1053,13 +1054,13 @@ class StreamScanner:
         if n == lo:
             return b""
         if self._binary is None:
-            # Text or binary is decided once per stream, on its first bytes, so the
-            # result never depends on how the stream was split into reads.
-            if n < BINARY_SNIFF and not final:
-                self._buf = buf
-                return b""
-            self._binary = _looks_binary(buf[:BINARY_SNIFF])
-        scan = _Scan(buf, final, self.settings, self._binary)
+            # Text or binary is decided once per stream, on its first BINARY_SNIFF bytes
+            # (whatever the reads); until they have arrived the stream counts as text,
+            # so nothing is held back for the decision ("ready\n" shows at once).
+            self._head += data[:BINARY_SNIFF - len(self._head)]
+            if len(self._head) >= BINARY_SNIFF or final:
+                self._binary = _looks_binary(self._head)
+        scan = _Scan(buf, final, self.settings, bool(self._binary))
         scan.run(self.known)
         for kind in sorted(scan.injections, key=INJECTION_KINDS.index):
             if kind not in self.injections:
