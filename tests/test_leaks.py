@@ -217,6 +217,14 @@ def test_pem_block_fed_line_by_line_is_masked_whole() -> None:
     assert out == b"[REDACTED:private_key]\nafter\n"
 
 
+def test_flush_emits_a_pending_prompt_and_the_stream_goes_on() -> None:
+    sc = StreamScanner("stdout", DEFAULT)
+    assert sc.feed(b"Continue? [y/N] ") == b""
+    assert sc.flush() == b"Continue? [y/N] "
+    assert sc.feed(f"y\nGITHUB_TOKEN={GH}\n".encode()) == b"y\nGITHUB_TOKEN=[REDACTED:github_token]\n"
+    assert sc.finish() == b"" and sc.findings[0].offset == len(b"Continue? [y/N] y\nGITHUB_TOKEN=")
+
+
 def test_feed_after_finish_is_an_error() -> None:
     sc = StreamScanner("stdout", DEFAULT)
     sc.finish()

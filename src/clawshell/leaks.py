@@ -1038,6 +1038,16 @@ class StreamScanner:
             return b""
         return self._step(bytes(data), final=False)
 
+    def flush(self) -> bytes:
+        """Emit what is held back now, scanned as if the stream ended here.
+
+        For a runner whose command has gone quiet (a prompt without a newline waiting for
+        input): the stream goes on afterwards, but a secret being printed across the
+        flush point can escape whole-token matching.  Not needed otherwise."""
+        if self._done or not self.settings.enabled:
+            return b""
+        return self._step(b"", final=True)
+
     def finish(self) -> bytes:
         """End of stream: return the held-back tail, masked."""
         if self._done or not self.settings.enabled:
