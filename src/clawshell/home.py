@@ -62,10 +62,12 @@ class Home:
     def zone(self, name: str) -> str:
         """Return zone ``name``, creating the home (0700) and the zone (0700) if missing."""
         path = os.path.join(self.root, name)
-        try:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-        except FileExistsError:
-            pass
+        # makedirs applies the mode only to the last component: make the root 0700 first.
+        for d in (self.root, path):
+            try:
+                os.makedirs(d, mode=0o700, exist_ok=True)
+            except FileExistsError:
+                pass
         if not os.path.isdir(path):
             from .errors import StoreError
 

@@ -42,7 +42,8 @@ def _mode_findings(home: Home, fix: bool) -> list[Finding]:
         wanted.append((os.path.join(home.root, zone), 0o700))
     if os.path.isdir(home.security):
         for name in sorted(os.listdir(home.security)):
-            wanted.append((os.path.join(home.security, name), 0o600))
+            entry = os.path.join(home.security, name)
+            wanted.append((entry, 0o700 if os.path.isdir(entry) else 0o600))
     if os.path.exists(home.database):
         wanted.append((home.database, 0o600))
     for path, mode in wanted:
