@@ -297,6 +297,10 @@ class _Resources:
       be made, the process-count watchdog takes over.
     - ``("pids_watchdog", pids_max)``: count the tree while pumping, kill it when over.
     - ``("cleanup", dir)``: a private temp dir removed after the run.
+    - ``("remove_if_empty", file)``: a bookkeeping file created for the run, removed
+      when the command never wrote to it (as if it had never been bound).
+    - ``("pid_namespace", None)``: the command runs in its own PID namespace (bwrap):
+      no subreaper needed, signals go to the command inside.
     - ``("placeholders", (lockfile, paths, mode))``: empty mount points for protected
       paths that do not exist yet; made before the run under a shared lock on the
       workspace and removed after it by the last run still using them.
@@ -308,11 +312,13 @@ class _Resources:
         self.cgroup: str | None = None
         self.watchdog: int | None = None
         self.cleanup: list[str] = []
+        self.remove_if_empty: list[str] = []
         self.placeholders: tuple[str, ...] = ()
         self.lock_fd = -1
         self.pid_namespace = False
         self.helper_steps = tuple(s for s in steps if s[0] not in
-                                  ("cgroup", "pids_watchdog", "cleanup", "placeholders", "pid_namespace"))
+                                  ("cgroup", "pids_watchdog", "cleanup", "placeholders", "pid_namespace",
+                                   "remove_if_empty"))
         for kind, data in steps:
             if kind == "pid_namespace":
                 self.pid_namespace = True
@@ -325,6 +331,8 @@ class _Resources:
                 self.watchdog = data  # type: ignore[assignment]
             elif kind == "cleanup":
                 self.cleanup.append(data)  # type: ignore[arg-type]
+            elif kind == "remove_if_empty":
+                self.remove_if_empty.append(data)  # type: ignore[arg-type]
             elif kind == "placeholders":
                 self._make_placeholders(*data)  # type: ignore[misc]
 
@@ -376,6 +384,12 @@ class _Resources:
                 pass  # left behind empty; the next run prunes it (_prune_cgroups)
         for d in self.cleanup:
             _remove_tree(d)
+        for f in self.remove_if_empty:
+            try:
+                if os.lstat(f).st_size == 0:
+                    os.unlink(f)
+            except OSError:
+                pass
         if self.lock_fd >= 0:
             import fcntl
 
@@ -427,6 +441,30 @@ def _remove_tree(path: str) -> None:
         except OSError:
             pass
     _rmdir_quiet(path)
+
+
+def _signal_namespace_command(sandbox_pid: int, signum: int) -> bool:
+    """Deliver ``signum`` to the command inside bwrap's PID namespace; False if not started yet.
+
+    bwrap does not relay signals: signalling it would kill the sandbox (and the command
+    with SIGKILL through --die-with-parent) instead of letting the command's own
+    handlers run.  The command is a child of the namespace's init (bwrap's monitor, our
+    grandchild) and leads its own session (--new-session), so its process group is
+    signalled, like bash's job control would.
+    """
+    hit = False
+    for init in _children(sandbox_pid):
+        for cmd in _children(init):
+            try:
+                os.killpg(os.getpgid(cmd), signum)
+                hit = True
+            except OSError:
+                try:
+                    os.kill(cmd, signum)
+                    hit = True
+                except OSError:
+                    pass
+    return hit
 
 
 def _join_cgroup(path: str) -> None:
@@ -510,6 +548,8 @@ def _run(plan: LaunchPlan, exe: str, res: _Resources, stdout_filter: StreamFilte
             pending.append(signum)
             return
         if not own_pgrp and signum in (signal.SIGINT, signal.SIGQUIT):
+            return
+        if res.pid_namespace and _signal_namespace_command(child_pid, signum):
             return
         try:
             if own_pgrp:

@@ -463,3 +463,51 @@ def test_placeholder_left_by_a_killed_run_is_reused_and_removed(make_box: Callab
     res = box.run("mkdir -p .git/hooks && echo created")
     assert b"created" not in res.out
     assert not os.path.lexists(box.ws / ".git")
+
+
+def test_sigpipe_has_its_default_disposition_in_the_command(box: Box) -> None:
+    res = box.run("grep SigIgn /proc/self/status; yes | head -c 4; s=${PIPESTATUS[0]}; echo; echo $s")
+    ignored = int(res.out.split()[1], 16)
+    assert ignored & (1 << (signal.SIGPIPE - 1)) == 0, res.text
+    assert res.out.split()[-1] == b"141" and res.err == b"", res.text
+
+
+def test_unused_bookkeeping_file_is_not_left_behind(box: Box) -> None:
+    book = f"/tmp/claude-{uuid.uuid4().hex[:12]}-cwd"
+    try:
+        res = box.run("exit 3", extra_writable=(book,))
+        assert res.status == 3 and not os.path.exists(book)
+    finally:
+        if os.path.exists(book):
+            os.unlink(book)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
+def test_signals_reach_the_sandboxed_command(box: Box, sig: int) -> None:
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(Path(sandbox.__file__).parents[2])!r})
+        from clawshell import runner, sandbox
+        from clawshell.model import Decision, EvalContext, Policy, RiskLevel, Verdict
+        from clawshell.sandbox.probe import probe_uncached
+        pol = Policy(sandbox={box.mode!r})
+        ctx = EvalContext(cwd={str(box.ws)!r}, workspace={str(box.ws)!r}, home={str(box.home)!r},
+                          clawshell_home={str(box.clawhome)!r})
+        v = Verdict(decision=Decision.ALLOW, score=0, risk=RiskLevel.LOW, evidence=())
+        spec = sandbox.build_spec(pol, ctx, v, os.environ, [])
+        cmd = "trap 'echo caught-{int(sig)}; exit 7' {int(sig)}; echo ready; while :; do sleep 0.05; done"
+        plan = sandbox.plan(spec, ["bash", "-c", cmd], probe_uncached())
+        sys.exit(runner.run(plan).status)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            env=dict(os.environ, HOME=str(box.home), CLAWSHELL_HOME=str(box.clawhome)))
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"ready\n"
+    time.sleep(0.1)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert (out, proc.returncode) == (f"caught-{int(sig)}\n".encode(), 7), err

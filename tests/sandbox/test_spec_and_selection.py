@@ -206,3 +206,17 @@ def test_probe_reports_this_kernel() -> None:
     assert p.landlock_abi == _landlock_sys.abi_version()
     if p.bwrap is None:
         assert p.notes
+
+
+def test_other_users_homes_never_hide_home_itself(tmp_path: Path, clawhome: Path) -> None:
+    homes = tmp_path / "homes"
+    me, other = homes / "me", homes / "other"
+    for d in (me / ".pyenv", me / ".ssh", other):
+        d.mkdir(parents=True)
+    ws = me / "proj"
+    ws.mkdir()
+    pol = Policy(forbidden_paths=(str(homes), f"{homes}/*", "~/.ssh"))
+    spec = sandbox.build_spec(pol, ctx(ws, me, clawhome), ALLOW, {"HOME": str(me)}, [])
+    assert str(other) in spec.hidden and f"{me}/.ssh" in spec.hidden
+    assert str(me) not in spec.hidden and str(homes) not in spec.hidden
+    assert spec.read_only[0] == str(me)

@@ -163,6 +163,34 @@ def _expand(path: str, home: str, workspace: str) -> str:
     return posixpath.normpath(path)
 
 
+def _glob(pattern: str) -> list[str]:
+    """Expand a forbidden-path glob (``/home/*``) to what exists; a plain path as is."""
+    if not any(c in pattern for c in "*?["):
+        return [pattern]
+    import glob
+
+    return sorted(glob.glob(pattern))
+
+
+def _hide_except(path: str, keep: Sequence[str]) -> list[str]:
+    """``path`` to hide, or, when it contains one of ``keep``, its other children (recursively)."""
+    from .landlock import is_within
+
+    inside = [k for k in keep if is_within(k, path)]
+    if not inside:
+        return [path]
+    if any(k == path for k in inside):
+        return []
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return []
+    out: list[str] = []
+    for name in names:
+        out += _hide_except(posixpath.join(path, name), inside)
+    return out
+
+
 def _with_real(paths: Sequence[str]) -> list[str]:
     """Each path plus its resolved form (a forbidden symlink hides its target too)."""
     out: list[str] = []
@@ -219,7 +247,13 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
     if not os.path.isdir(ws):
         raise SandboxUnavailableError(f"workspace {ctx.workspace} does not exist or is not a directory")
     lexical_home = environ.get("HOME") or ctx.home
-    forbidden = [_expand(p, lexical_home, ws) for p in policy.forbidden_paths]
+    forbidden: list[str] = []
+    for entry in policy.forbidden_paths:
+        forbidden += _glob(_expand(entry, lexical_home, ws))
+    # "Other users' homes" (/root, /home/*) never hides HOME itself: DESIGN.md keeps
+    # HOME readable minus its secret parts (toolchains live there).  An entry above
+    # HOME is replaced by its other children.
+    forbidden = [f for p in forbidden for f in _hide_except(p, [lexical_home, home])]
     forbidden += [posixpath.join(lexical_home, s) for s in HOME_SECRETS]
     forbidden += list(ETC_HIDDEN)
     if ctx.clawshell_home:
@@ -497,6 +531,15 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
                     "install libseccomp2 and pyseccomp, or set best_effort = true)") from exc
             use_sc = False
 
+    for w in spec.writable:
+        # A bookkeeping file build_spec created empty goes away again if the command
+        # never wrote to it (it ended before its `pwd -P >| file`), as under bash.
+        if _bookkeeping(w):
+            try:
+                if os.path.getsize(w) == 0:
+                    runner_steps.append(("remove_if_empty", w))
+            except OSError:
+                pass
     pids = _pids_limit(spec)
     if pids:
         from .probe import pids_cgroup_parent

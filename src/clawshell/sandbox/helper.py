@@ -217,6 +217,14 @@ def decode_args(args: list[str]) -> tuple[list[tuple[str, object]], list[str]]:
 
 def main(argv: list[str]) -> None:
     """Script mode: restrict, then exec the command (exit 126 with one line on failure)."""
+    # Python ignores SIGPIPE and SIGXFSZ at start-up and an ignored signal stays
+    # ignored across execve: give the command the default dispositions back, as a
+    # shell would have them (`yes | head` must end by SIGPIPE, not print EPIPE errors).
+    # _signal is built in: nothing to read from disk (after Landlock nothing could be).
+    import _signal
+
+    for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
+        _signal.signal(sig, _signal.SIG_DFL)
     try:
         steps, command = decode_args(argv)
         if not command:
