@@ -240,7 +240,7 @@ def execute(call: ShellCall, *, policy_selector: str | None, verdict_override: V
         result = _run(plan, policy, known_secrets, store, call.session, stdin_fd, out_fd, err_fd, emit)
         record.update(_result_record(result))
         appended = _append(store, home, record)
-        _emit_receipt(store, home, appended, policy, emit)
+        receipt_for(store, home, appended, policy, emit)
         return result.status
     finally:
         store.close()
@@ -374,12 +374,9 @@ def _run(plan: Any, policy: Policy, known_secrets: list[bytes], store: Any, sess
 
 def _refuse(store: Any, home: Home, record: dict[str, Any], emit: Callable[[str], None], line: str,
             policy: Policy, *, outcome: str = "refused", error: str | None = None) -> int:
-    record["outcome"] = outcome
-    record["error"] = error
-    record["duration"] = round(time.time() - record["_started"], 6)
     emit(line)
-    appended = _append(store, home, record)
-    _emit_receipt(store, home, appended, policy, emit)
+    appended = _close(store, home, record, outcome, error)
+    receipt_for(store, home, appended, policy, emit)
     return EXIT_DENIED
 
 
@@ -411,27 +408,19 @@ def _result_record(result: RunResult) -> dict[str, Any]:
     }
 
 
+def _close(store: Any, home: Home, record: dict[str, Any], outcome: str, error: str | None = None) -> Any:
+    """Set the record's outcome, error and duration, and append it to the audit log."""
+    record["outcome"] = outcome
+    record["error"] = error
+    record["duration"] = round(time.time() - record["_started"], 6)
+    return _append(store, home, record)
+
+
 def _append(store: Any, home: Home, record: dict[str, Any]) -> Any:
     from .audit import AuditLog
 
     body = {k: v for k, v in record.items() if not k.startswith("_")}
     return AuditLog(store, home).append(body)
-
-
-def _emit_receipt(store: Any, home: Home, appended: Any, policy: Policy, emit: Callable[[str], None]) -> None:
-    from .audit import AuditLog
-
-    where = policy.receipts_emit
-    if where == "none":
-        return
-    line = AuditLog(store, home).receipt_line(appended)
-    if where == "stderr":
-        emit(line)
-    elif where.startswith("fd:"):
-        try:
-            os.write(int(where[3:]), (line + "\n").encode())
-        except OSError:
-            emit(line)
 
 
 def _utc(ts: float) -> str:
@@ -570,13 +559,10 @@ def execute_file(op: str, path: str, *, workspace: str, session: str, cwd: str |
 
     def finish(status: int, line: str | None, verdict: Verdict | None, outcome: str, *,
                error: str | None = None, output: bytes = b"", detail: dict[str, Any] | None = None) -> FileResult:
-        record["outcome"] = outcome
-        record["error"] = error
         record["exit"] = status if outcome != "refused" else None
-        record["duration"] = round(time.time() - record["_started"], 6)
         if line:
             emit(line)
-        appended = _append(store, home, record)
+        appended = _close(store, home, record, outcome, error)
         receipt = receipt_for(store, home, appended, policy, receipt_emit)
         return FileResult(status, output, line, receipt, verdict, detail or {})
 
@@ -721,11 +707,8 @@ def run_captured(command: str, *, workspace: str, session: str, cwd: str | None 
         record["args"] = {"timeout": timeout}
 
     def refused(line: str, verdict: Verdict | None, *, outcome: str = "refused", error: str | None = None) -> CapturedRun:
-        record["outcome"] = outcome
-        record["error"] = error
-        record["duration"] = round(time.time() - record["_started"], 6)
         note(line)
-        appended = _append(store, home, record)
+        appended = _close(store, home, record, outcome, error)
         receipt = receipt_for(store, home, appended, policy, None)
         return CapturedRun(EXIT_DENIED, b"", b"", receipt, line, tuple(notices[:-1]), verdict)
 
@@ -843,9 +826,7 @@ def judge_actions(actions: list[tuple[str, str]], *, tool: str, workspace: str, 
                 verdict, approval = _gate(verdict, call, policy, phash, store, emit)
             line = None if verdict.decision is Decision.ALLOW else verdict_line(verdict, approval)
         record["approval"] = approval
-        record["outcome"] = "refused" if verdict.decision is Decision.DENY else "judged"
-        record["duration"] = round(time.time() - record["_started"], 6)
-        appended = _append(store, home, record)
+        appended = _close(store, home, record, "refused" if verdict.decision is Decision.DENY else "judged")
         receipt = receipt_for(store, home, appended, policy, None)
         return Judgement(verdict, line, receipt)
     finally:
@@ -885,10 +866,7 @@ def record_refusal(*, tool: str, subject: str, reason: str, workspace: str, sess
             record = _base_record(call, policy_hash(policy))
             record["args"] = dict(args or {})
             record["decision"] = _verdict_record(verdict)
-            record["outcome"] = "refused"
-            record["error"] = reason
-            record["duration"] = round(time.time() - record["_started"], 6)
-            appended = _append(store, home, record)
+            appended = _close(store, home, record, "refused", reason)
             return receipt_for(store, home, appended, policy, None)
         finally:
             store.close()
