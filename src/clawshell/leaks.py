@@ -267,6 +267,7 @@ class _Engine:
             rb"[A-Za-z][A-Za-z0-9+.\-]{0,20}://(?P<user>[^\s:/@\"'<>`]{0,128}):"
             rb"(?P<pw>[^\s/@\"'<>`]{1,256})@(?=[A-Za-z0-9\[\]._\-])"
         )
+        self.scheme_rev = c(rb"[A-Za-z0-9+.\-]*[A-Za-z]")
         self.slack_hook = c(rb"://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/\-]{20,200})")
         # Authorization headers.
         self.auth = c(
@@ -498,13 +499,15 @@ class _Scan:
     def _urls(self) -> None:
         """``scheme://user:password@host``: anchored on ``@`` (memchr-fast), then ``://``."""
         buf, e = self.buf, self.e
+        clear = 0  # no "://" starts in buf[..clear - 2] within reach of later "@"s
         i = buf.find(b"@")
         while i >= 0:
-            k = buf.rfind(b"://", max(0, i - 400), i)
+            lo = max(0, i - 400, clear - 2)
+            k = buf.rfind(b"://", lo, i)
+            clear = i
             if k > 0 and buf.find(b"\n", k, i) < 0:
-                j = k
-                while j > 0 and k - j < 20 and buf[j - 1] in _SCHEME_CHARS:
-                    j -= 1
+                sm = e.scheme_rev.match(buf[max(0, k - 20):k][::-1])
+                j = k - (sm.end() if sm is not None else 0)
                 m = e.url_pw.match(buf, j) if j < k else None
                 if m is not None and m.end() == i + 1:
                     pw = m.group("pw")
@@ -925,7 +928,6 @@ _PW_WORDS = frozenset((b"password", b"passwd", b"pass", b"pwd", b"secret", b"pw"
                        b"your_password", b"mypassword", b"<password>", b"pass]", b"passwd]", b"password]"))
 _B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
-_SCHEME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
 _ALNUM_SET = frozenset(_ALNUM)
 def _rest_blank(buf: bytes, pos: int) -> bool:
     """True when nothing but blanks or a comment follows ``pos`` on its line."""
