@@ -16,8 +16,10 @@ Writes, next to this file:
 Every secret is fake but format-valid (right prefix, alphabet, length, GitHub CRC32
 checksum, JWT structure with a real HMAC signature).  Base64-encoded values under
 a Kubernetes ``data:`` key are only included where the key name itself says
-secret (``password``, ``api-key``): a base64 blob under a neutral key is not
-detectable by pattern and is left out on purpose.
+secret (``password``, ``api-key``) or where the value is a base64 PEM private key
+(``client-key-data``, ``tls.key``: recognised by its decoded header); a base64
+blob of any other secret under a neutral key is not detectable by pattern and is
+left out on purpose.
 
 Run ``python tests/data/leaks/generate.py`` to regenerate; the output is
 byte-identical on every run (seeded ``random.Random``).
