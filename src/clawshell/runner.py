@@ -293,8 +293,8 @@ class _Resources:
     """Host-side resources a plan asks for around the run (``plan.preexec`` runner kinds).
 
     - ``("cgroup", (parent, pids_max))``: a per-run cgroup with ``pids.max`` the child
-      joins; it bounds a fork bomb and lets a timeout kill every member.  If it cannot
-      be made, the process-count watchdog takes over.
+      is moved into before it may exec; it bounds a fork bomb and lets a timeout kill
+      every member.  If it cannot be made, the process-count watchdog takes over.
     - ``("pids_watchdog", pids_max)``: count the tree while pumping, kill it when over.
     - ``("cleanup", dir)``: a private temp dir removed after the run.
     - ``("remove_if_empty", file)``: a bookkeeping file created for the run, removed
@@ -467,11 +467,11 @@ def _signal_namespace_command(sandbox_pid: int, signum: int) -> bool:
     return hit
 
 
-def _join_cgroup(path: str) -> None:
-    """In the child: move into the run's cgroup (before any restriction)."""
+def _join_cgroup(path: str, pid: int) -> None:
+    """Move process ``pid`` into the run's cgroup."""
     fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
     try:
-        os.write(fd, str(os.getpid()).encode())
+        os.write(fd, str(pid).encode())
     finally:
         os.close(fd)
 
@@ -521,12 +521,23 @@ def _run(plan: LaunchPlan, exe: str, res: _Resources, stdout_filter: StreamFilte
     apply_steps: Callable[[tuple], None] | None = None
     if steps:
         from .sandbox.helper import apply_steps
+    # The parent moves the child into the cgroup (a cgroup v1 migration waits for an
+    # RCU grace period, several ms) while the child applies its restrictions; the child
+    # execs only once the parent says the move is done, so nothing it starts can be
+    # outside the cgroup.
+    go_r = go_w = -1
+    if cgroup:
+        go_r, go_w = os.pipe()
     if steps or cgroup:
         def preexec_fn() -> None:
-            if cgroup:
-                _join_cgroup(cgroup)
+            if go_w >= 0:
+                os.close(go_w)
             if apply_steps is not None:
                 apply_steps(steps)
+            if go_r >= 0:
+                if os.read(go_r, 1) != b"1":
+                    raise SandboxUnavailableError("the pids cgroup could not be joined")
+                os.close(go_r)
 
     own_pgrp = not _shares_terminal_pgrp(stdin_fd)
     r_out, w_out = os.pipe()
@@ -579,6 +590,14 @@ def _run(plan: LaunchPlan, exe: str, res: _Resources, stdout_filter: StreamFilte
                 os.setpgid(pid, pid)  # also in the parent: no race with killpg
             except OSError:
                 pass
+        if cgroup:
+            os.close(go_r)
+            try:
+                _join_cgroup(cgroup, pid)
+                os.write(go_w, b"1")
+            except OSError:
+                pass  # the child sees EOF and refuses to start the command
+            os.close(go_w)
         os.close(w_out)
         os.close(w_err)
         os.close(err_w)

@@ -204,10 +204,10 @@ def _with_real(paths: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _within_any(path: str, roots: Sequence[str]) -> bool:
-    from .landlock import is_within
+def _within_any(path: str, roots: Sequence[str] | frozenset[str]) -> bool:
+    from .landlock import under_any
 
-    return any(is_within(path, r) for r in roots)
+    return under_any(path, roots if isinstance(roots, (set, frozenset)) else frozenset(roots))
 
 
 def toolchain_dirs(path_var: str, home: str, hidden: Sequence[str]) -> list[str]:

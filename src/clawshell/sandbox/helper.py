@@ -21,8 +21,8 @@ Steps are ``(kind, data)`` pairs:
 - ``("drop_caps", None)``
 - ``("seccomp", path_of_cached_bpf)``
 
-Kinds the runner handles itself (``cgroup``, ``cleanup``, ``placeholders``) are
-ignored here.
+Kinds the runner handles itself (``cgroup``, ``pids_watchdog``, ``cleanup``,
+``placeholders``, ``pid_namespace``, ``remove_if_empty``) are ignored here.
 """
 
 from __future__ import annotations
@@ -137,15 +137,6 @@ def apply_steps(steps: tuple[tuple[str, object], ...] | list) -> None:
             raise
         except (OSError, ValueError, KeyError) as exc:
             raise SetupError(f"{kind}: {exc}") from exc
-
-
-def join_cgroup(path: str) -> None:
-    """Move the calling process into the cgroup directory ``path``."""
-    try:
-        with open(os.path.join(path, "cgroup.procs"), "w") as fh:
-            fh.write(str(os.getpid()))
-    except OSError as exc:
-        raise SetupError(f"cgroup {path}: {exc.strerror}") from exc
 
 
 # --------------------------------------------------------------------------- argv encoding

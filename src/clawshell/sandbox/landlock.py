@@ -130,7 +130,38 @@ def is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
-def cover(root: str, access: int, holes: Iterable[str], fs: FsView,
+class HoleSet:
+    """Holes sorted for range queries: the ones strictly inside a path in O(log n)."""
+
+    def __init__(self, holes: Iterable[str]):
+        self.members = frozenset(holes)
+        self.sorted = sorted(self.members)
+
+    def inside(self, root: str) -> list[str]:
+        """Holes strictly beneath ``root`` ('/' sorts right before '0')."""
+        import bisect
+
+        prefix = root.rstrip("/") + "/"
+        lo = bisect.bisect_left(self.sorted, prefix)
+        hi = bisect.bisect_left(self.sorted, prefix[:-1] + "0")
+        return self.sorted[lo:hi]
+
+
+def ancestors(path: str) -> list[str]:
+    """``path`` and every directory above it, up to ``/``."""
+    out = [path]
+    while path not in ("/", ""):
+        path = path.rsplit("/", 1)[0] or "/"
+        out.append(path)
+    return out
+
+
+def under_any(path: str, roots: frozenset[str] | set[str]) -> bool:
+    """``is_within(path, r)`` for some ``r`` in ``roots`` (by walking up: O(depth))."""
+    return any(a in roots for a in ancestors(path))
+
+
+def cover(root: str, access: int, holes: "Iterable[str] | frozenset[str] | HoleSet", fs: FsView,
           _seen: frozenset[str] | None = None) -> list[tuple[int, str]]:
     """Grants giving ``access`` on everything under ``root`` except the ``holes``.
 
@@ -148,15 +179,18 @@ def cover(root: str, access: int, holes: Iterable[str], fs: FsView,
     root = fs.realpath(root)
     if root in seen:
         return []
-    holes = tuple(holes)
     if top:
-        if lexical in holes or root in holes:
+        ordered = holes if isinstance(holes, HoleSet) else HoleSet(holes)
+        if lexical in ordered.members or root in ordered.members:
             return []
         # Holes above an explicit grant are overridden by it; only the ones inside count.
-        holes = tuple(h for h in holes if is_within(h, root))
-    elif any(is_within(root, h) for h in holes):
-        return []
-    inner = [h for h in holes if is_within(h, root)]
+        holes = frozenset(ordered.inside(root))
+    else:
+        holes = holes if isinstance(holes, frozenset) else frozenset(holes)
+        if under_any(root, holes):
+            return []
+    prefix = root.rstrip("/") + "/"
+    inner = [h for h in holes if h.startswith(prefix)]
     kind = fs.kind(root)
     if kind == "missing":
         return []
@@ -192,7 +226,8 @@ def plan_ruleset(abi: int, grants: Grants, fs: FsView) -> LandlockPlan:
         for acc, path in pairs:
             merged[path] = merged.get(path, 0) | acc
 
-    hidden = tuple(grants.hidden)
+    hidden = HoleSet(grants.hidden)
+    closed = HoleSet((*grants.hidden, *grants.protected))
     for root in grants.read:
         add(cover(root, READ, hidden, fs))
     for root in grants.read_noexec:
@@ -201,7 +236,7 @@ def plan_ruleset(abi: int, grants: Grants, fs: FsView) -> LandlockPlan:
         add(cover(root, DEVICE_RW, hidden, fs))
     for root in grants.write:
         add(cover(root, READ, hidden, fs))
-        add(cover(root, WRITE, hidden + tuple(grants.protected), fs))
+        add(cover(root, WRITE, closed, fs))
     rules = tuple((acc & mask, path) for path, acc in sorted(merged.items()) if acc & mask)
     handled_net = 0
     ports: tuple[tuple[int, int], ...] = ()
