@@ -321,7 +321,28 @@ def _launch_plan(call: ShellCall, policy: Policy, ctx: EvalContext, verdict: Ver
     extra = ((INSIDE_ENV, "1"), ("CLAWSHELL_DEPTH", depth), ("CLAWSHELL_SESSION", call.session),
              ("CLAWSHELL_CWD", call.workspace))
     plan = replace(plan, env=tuple(kv for kv in plan.env if kv[0] not in dict(extra)) + extra)
-    return plan, sandbox.scrubbed_secrets(environ, policy)
+    return plan, known_secrets(policy, environ)
+
+
+def known_secrets(policy: Policy, environ: Mapping[str, str]) -> list[bytes]:
+    """Values masked exactly wherever they appear in output: the secret-looking
+    environment variables the sandbox scrubbed, and the contents of the policy's
+    ``secret_files`` (whole file and each non-empty line).  An unreadable secret file
+    is skipped: it cannot leak through clawshell's own reads either."""
+    from . import sandbox
+
+    values = list(sandbox.scrubbed_secrets(environ, policy))
+    home = environ.get("HOME") or os.path.expanduser("~")
+    for name in policy.secret_files:
+        path = home + name[1:] if name.startswith("~/") else name
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(1 << 20)
+        except OSError:
+            continue
+        values.append(data.strip())
+        values.extend(line.strip() for line in data.splitlines())
+    return sorted({v for v in values if len(v) >= 8}, key=len, reverse=True)
 
 
 def _bookkeeping_files(command: str) -> list[str]:
@@ -629,7 +650,7 @@ def execute_file(op: str, path: str, *, workspace: str, session: str, cwd: str |
                 from .leaks import redaction_line
 
                 emit(redaction_line(list(findings)))
-                record["leaks"] = [{"kind": f.kind, "stream": "stdout", "offset": f.offset, "length": f.length}
+                record["leaks"] = [{"kind": f.kind, "stream": f.stream, "offset": f.offset, "length": f.length}
                                    for f in findings]
         return finish(0, None, verdict, "ran", output=output, detail=detail)
     finally:
@@ -644,7 +665,7 @@ def _scan_output(data: bytes, policy: Policy, environ: Mapping[str, str]) -> tup
     from .leaks import LeakSettings, scan_bytes
 
     settings = LeakSettings.from_policy(policy)
-    known = sandbox.scrubbed_secrets(environ, policy)
+    known = known_secrets(policy, environ)
     masked, findings = scan_bytes(data, settings, known)
     return masked, tuple(findings)
 
