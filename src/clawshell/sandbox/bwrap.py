@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .landlock import is_within
+
 
 SECCOMP_DEST = "/run/.clawshell-seccomp.bpf"
 """Where the cached seccomp program is bound inside the sandbox for the helper."""
