@@ -188,3 +188,50 @@ def test_run_works_from_a_thread_without_signal_forwarding() -> None:
     t.start()
     t.join(30)
     assert box == [4]
+
+
+class HoldAll:
+    """A filter that holds everything back until flush() or finish()."""
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.flushes = 0
+
+    def feed(self, data: bytes) -> bytes:
+        self.buf += data
+        return b""
+
+    def flush(self) -> bytes:
+        self.flushes += 1
+        out, self.buf = self.buf, b""
+        return out
+
+    def finish(self) -> bytes:
+        out, self.buf = self.buf, b""
+        return out
+
+
+def test_a_quiet_stream_is_flushed_so_prompts_show_before_the_command_ends() -> None:
+    r, w = os.pipe()
+    got: list[tuple[float, bytes]] = []
+
+    def reader() -> None:
+        while True:
+            chunk = os.read(r, 100)
+            if not chunk:
+                return
+            got.append((time.monotonic(), chunk))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    filt = HoldAll()
+    t0 = time.monotonic()
+    try:
+        res = runner.run(plan("printf 'Continue? [y/N] '; sleep 1.5; echo done"), out_fd=w, stdout_filter=filt)
+    finally:
+        os.close(w)
+    t.join(10)
+    os.close(r)
+    assert res.status == 0
+    assert got[0][1] == b"Continue? [y/N] " and got[0][0] - t0 < 1.0
+    assert b"".join(c for _, c in got) == b"Continue? [y/N] done\n"

@@ -52,11 +52,18 @@ FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUI
 
 _CHUNK = 65536
 _WATCH_EVERY = 0.1
+_QUIET_FLUSH = 0.05
+"""Seconds of silence after which a filter's held-back bytes are flushed."""
 _PR_SET_CHILD_SUBREAPER = 36
 
 
 class StreamFilter(Protocol):
-    """What ``run`` needs from an output filter (``leaks.StreamScanner`` fits)."""
+    """What ``run`` needs from an output filter (``leaks.StreamScanner`` fits).
+
+    A filter may also have ``flush() -> bytes``: it is called when its stream has been
+    quiet for 50 ms, so a prompt without a newline reaches the reader while the command
+    waits for input.
+    """
 
     def feed(self, data: bytes) -> bytes:
         """Take raw bytes, return the bytes safe to emit now."""
@@ -227,7 +234,7 @@ def _write_all(fd: int, data: bytes) -> bool:
 class _Stream:
     """One output stream of the child: pipe read end, hash, filter, destination."""
 
-    __slots__ = ("name", "fd", "dest", "filt", "hash", "open_dest", "bytes")
+    __slots__ = ("name", "fd", "dest", "filt", "hash", "open_dest", "bytes", "held_since")
 
     def __init__(self, name: str, fd: int, dest: int, filt: StreamFilter | None):
         self.name = name
@@ -237,6 +244,8 @@ class _Stream:
         self.hash = hashlib.sha256()
         self.open_dest = True
         self.bytes = 0
+        self.held_since: float | None = None
+        """When the filter last got data it may be holding back (None: nothing held)."""
 
 
 def _child(plan: LaunchPlan, exe: str, stdin_fd: int, w_out: int, w_err: int, err_w: int,
@@ -672,8 +681,27 @@ def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
     def emit(st: _Stream, data: bytes) -> None:
         if st.filt is not None:
             data = st.filt.feed(data)
+            if hasattr(st.filt, "flush"):
+                st.held_since = time.monotonic()
         if data and st.open_dest and not _write_all(st.dest, data):
             st.open_dest = False
+
+    def flush_quiet(now: float) -> float | None:
+        """Flush filters whose stream went quiet (a prompt without a newline must show);
+        return seconds until the next one is due, or None."""
+        due: float | None = None
+        for st in streams.values():
+            if st.held_since is None or st.filt is None:
+                continue
+            left = st.held_since + _QUIET_FLUSH - now
+            if left <= 0:
+                st.held_since = None
+                data = st.filt.flush()  # type: ignore[attr-defined]
+                if data and st.open_dest and not _write_all(st.dest, data):
+                    st.open_dest = False
+            elif due is None or left < due:
+                due = left
+        return due
 
     def reap(flags: int) -> None:
         nonlocal wstatus
@@ -707,6 +735,9 @@ def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
                     over_limit = True
                     hit.update(kill_tree(pid, pgid, cgroup, baseline))
                     watchdog = None
+            quiet = flush_quiet(time.monotonic())
+            if quiet is not None:
+                timeout = quiet if timeout is None else min(timeout, quiet)
             events = sel.poll(None if timeout is None else max(0, int(timeout * 1000) + 1))
             if pidfd < 0:
                 reap(os.WNOHANG)
