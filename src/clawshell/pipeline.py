@@ -17,7 +17,6 @@ from typing import Any, Callable, Mapping
 from .errors import (
     EXIT_DENIED,
     ClawshellError,
-    RefusedError,
     SandboxUnavailableError,
     StoreError,
     UsageError,
@@ -218,10 +217,10 @@ def execute(call: ShellCall, *, policy_selector: str | None, verdict_override: V
     store = _open_store(home)
     record = _base_record(call, phash)
     try:
-        try:
-            _refuse_if_stopped(store)
-        except RefusedError as exc:
-            return _refuse(store, home, record, emit, f"clawshell: denied: {exc}", policy)
+        stopped = _stop_reason(store)
+        if stopped is not None:
+            record["decision"] = _verdict_record(_estop_verdict(stopped))
+            return _refuse(store, home, record, emit, f"clawshell: denied: {stopped}", policy)
         ctx = eval_context(call.workspace, call.cwd, home, call.session, environ)
         # A known agent envelope (Claude's eval wrapper, Codex's snapshot wrapper) is
         # scaffolding: the model's command inside it is what gets judged; the whole
@@ -275,13 +274,15 @@ def _open_store(home: Home) -> Any:
     return Store.open(home)
 
 
-def _refuse_if_stopped(store: Any) -> None:
+def _stop_reason(store: Any) -> str | None:
+    """Why every action is refused right now (an engaged or unreadable e-stop), or None."""
     from .approval.estop import check
 
     engaged, reason = check(store)
     if engaged:
-        raise RefusedError(f"emergency stop engaged: {reason or 'no reason given'} "
-                           "(the human resumes with `clawshell estop resume`)")
+        return (f"emergency stop engaged: {reason or 'no reason given'} "
+                "(the human resumes with `clawshell estop resume`)")
+    return None
 
 
 def _gate(verdict: Verdict, call: ShellCall, policy: Policy, phash: str, store: Any,
@@ -588,12 +589,11 @@ def execute_file(op: str, path: str, *, workspace: str, session: str, cwd: str |
         return FileResult(status, output, line, receipt, verdict, detail or {})
 
     try:
-        try:
-            _refuse_if_stopped(store)
-        except RefusedError as exc:
-            verdict = _estop_verdict(str(exc))
+        stopped = _stop_reason(store)
+        if stopped is not None:
+            verdict = _estop_verdict(stopped)
             record["decision"] = _verdict_record(verdict)
-            return finish(EXIT_DENIED, f"clawshell: denied: {exc}", verdict, "refused")
+            return finish(EXIT_DENIED, f"clawshell: denied: {stopped}", verdict, "refused")
         ctx = eval_context(workspace, start, home, session, environ)
         verdict = evaluate_file(FILE_OPS[op], abs_path, policy, ctx)
         if rel is None:
@@ -734,12 +734,11 @@ def run_captured(command: str, *, workspace: str, session: str, cwd: str | None 
         return CapturedRun(EXIT_DENIED, b"", b"", receipt, line, tuple(notices[:-1]), verdict)
 
     try:
-        try:
-            _refuse_if_stopped(store)
-        except RefusedError as exc:
-            verdict = _estop_verdict(str(exc))
+        stopped = _stop_reason(store)
+        if stopped is not None:
+            verdict = _estop_verdict(stopped)
             record["decision"] = _verdict_record(verdict)
-            return refused(f"clawshell: denied: {exc}", verdict)
+            return refused(f"clawshell: denied: {stopped}", verdict)
         ctx = eval_context(workspace, start, home, session, environ)
         verdict = judge(command, policy, ctx, home)
         record["decision"] = _verdict_record(verdict)
@@ -818,11 +817,7 @@ def judge_actions(actions: list[tuple[str, str]], *, tool: str, workspace: str, 
     record["args"] = dict(args or {}, actions=[list(a) for a in actions])
     try:
         approval: dict[str, Any] | None = None
-        try:
-            _refuse_if_stopped(store)
-            stopped = None
-        except RefusedError as exc:
-            stopped = str(exc)
+        stopped = _stop_reason(store)
         if stopped is not None:
             verdict = _estop_verdict(stopped)
             record["decision"] = _verdict_record(verdict)
