@@ -208,12 +208,11 @@ def execute(call: ShellCall, *, policy_selector: str | None, verdict_override: V
             out_fd: int = 1, err_fd: int = 2, stdin_fd: int = 0,
             emit: Callable[[str], None] = err) -> int:
     """Judge, (approve), confine, run, scan, record.  Returns the exit status."""
-    from .policy.loader import load_policy, policy_hash
+    from .policy.loader import load_policy_and_hash
 
     home = Home.from_env()
     environ = os.environ
-    policy = load_policy(home, call.workspace, policy_selector)
-    phash = policy_hash(policy)
+    policy, phash = load_policy_and_hash(home, call.workspace, policy_selector)
     store = _open_store(home)
     record = _base_record(call, phash)
     try:
@@ -550,15 +549,14 @@ def execute_file(op: str, path: str, *, workspace: str, session: str, cwd: str |
 
     from . import filetools as ft
     from .policy.engine import evaluate_file
-    from .policy.loader import load_policy, policy_hash
+    from .policy.loader import load_policy_and_hash
 
     if op not in FILE_OPS:
         raise UsageError(f"unknown file operation {op!r}: use read, write, edit or ls")
     home = Home.from_env()
     environ = os.environ
     start = cwd or workspace
-    policy = load_policy(home, workspace, policy_selector)
-    phash = policy_hash(policy)
+    policy, phash = load_policy_and_hash(home, workspace, policy_selector)
     user_home = os.path.abspath(environ.get("HOME") or os.path.expanduser("~"))
     abs_path, rel = ft.lexical_target(path, workspace, start, user_home)
     call = ShellCall(command=f"file {op} {path}", argv=[], workspace=workspace, cwd=start, session=session,
@@ -705,7 +703,7 @@ def run_captured(command: str, *, workspace: str, session: str, cwd: str | None 
     """
     import tempfile
 
-    from .policy.loader import load_policy, policy_hash
+    from .policy.loader import load_policy_and_hash
 
     home = Home.from_env()
     environ = os.environ
@@ -717,8 +715,7 @@ def run_captured(command: str, *, workspace: str, session: str, cwd: str | None 
         if emit is not None:
             emit(line)
 
-    policy = load_policy(home, workspace, policy_selector)
-    phash = policy_hash(policy)
+    policy, phash = load_policy_and_hash(home, workspace, policy_selector)
     real_shell = locate_real_shell("bash", environ)
     call = ShellCall(command=command, argv=[real_shell, "-c", command, "bash"], workspace=workspace, cwd=start,
                      session=session, tool=tool)
@@ -799,15 +796,14 @@ def judge_actions(actions: list[tuple[str, str]], *, tool: str, workspace: str, 
     a deny and ``judged`` otherwise: nothing runs here.
     """
     from .policy.engine import evaluate_file
-    from .policy.loader import load_policy, policy_hash
+    from .policy.loader import load_policy_and_hash
 
     if not actions:
         raise UsageError("nothing to judge")
     home = Home.from_env()
     environ = os.environ
     start = cwd or workspace
-    policy = load_policy(home, workspace, policy_selector)
-    phash = policy_hash(policy)
+    policy, phash = load_policy_and_hash(home, workspace, policy_selector)
     if approval_timeout is not None:
         policy = replace(policy, approval_timeout_seconds=min(policy.approval_timeout_seconds, approval_timeout))
     text = subject or "\n".join(what if kind == "shell" else f"{kind} {what}" for kind, what in actions)
@@ -869,17 +865,17 @@ def record_refusal(*, tool: str, subject: str, reason: str, workspace: str, sess
     receipt line, or None when nothing could be recorded; never raises."""
     try:
         from .model import Evidence, RiskLevel
-        from .policy.loader import load_policy, policy_hash
+        from .policy.loader import load_policy_and_hash
 
         home = Home.from_env()
-        policy = load_policy(home, workspace, policy_selector)
+        policy, phash = load_policy_and_hash(home, workspace, policy_selector)
         call = ShellCall(command=subject, argv=[], workspace=workspace, cwd=cwd or workspace, session=session,
                          tool=tool)
         verdict = Verdict(decision=Decision.DENY, score=0, risk=RiskLevel.LOW,
                           evidence=(Evidence(rule=rule, decision=Decision.DENY, reason=reason),))
         store = _open_store(home)
         try:
-            record = _base_record(call, policy_hash(policy))
+            record = _base_record(call, phash)
             record["args"] = dict(args or {})
             record["decision"] = _verdict_record(verdict)
             appended = _close(store, home, record, "refused", reason)

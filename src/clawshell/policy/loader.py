@@ -811,3 +811,79 @@ def policy_hash(policy: Policy) -> str:
     body["_type"] = type(policy).__name__
     data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- cache
+# Loading a policy (tomllib, validation, the project's narrowing, the hash) costs tens
+# of milliseconds on every `clawshell -c`; the result only changes when one of its
+# files or clawshell itself changes.  The cache lives in $CLAWSHELL_HOME/cache (mode
+# 0700, hidden from sandboxed commands) and is keyed by everything the result depends on.
+
+
+def _stat_key(path: str) -> tuple[Any, ...]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path, None)
+    return (path, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _cache_key(home: Home, workspace: str, selector: str | None) -> str:
+    import hashlib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    pkg = os.path.dirname(here)
+    parts: list[Any] = [
+        "policy-cache-v1", selector, workspace, home.root, os.environ.get("HOME"),
+        _stat_key(home.policy_file), _stat_key(os.path.join(workspace, PROJECT_FILE)),
+        _stat_key(PRESETS_DIR),
+    ]
+    parts += [_stat_key(os.path.join(PRESETS_DIR, f"{p}.toml")) for p in PRESETS]
+    parts += [_stat_key(os.path.join(here, f)) for f in sorted(os.listdir(here)) if f.endswith(".py")]
+    parts.append(_stat_key(os.path.join(pkg, "model.py")))
+    if selector and selector not in PRESETS:
+        parts.append(_stat_key(os.path.abspath(selector)))
+    return hashlib.sha256(repr(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def load_policy_and_hash(home: Home, workspace: str, selector: str | None) -> tuple[Policy, str]:
+    """``(load_policy(...), policy_hash(...))``, served from the cache when nothing it
+    depends on has changed.  Errors are never cached: a bad file fails every time."""
+    import pickle
+
+    path = ""
+    try:
+        path = os.path.join(home.cache, f"policy-{_cache_key(home, workspace, selector)}.pickle")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            # Only a private file of ours is trusted (pickle runs code when loaded).
+            if st.st_uid == os.getuid() and not st.st_mode & 0o077:
+                with os.fdopen(fd, "rb") as fh:
+                    fd = -1
+                    policy, digest = pickle.load(fh)
+                if isinstance(policy, Policy) and isinstance(digest, str):
+                    return policy, digest
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    except Exception:
+        pass
+    policy = load_policy(home, workspace, selector)
+    digest = policy_hash(policy)
+    if path:
+        tmp = ""
+        try:
+            home.zone("cache")
+            tmp = f"{path}.{os.getpid()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump((policy, digest), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except Exception:
+            if tmp:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+    return policy, digest
