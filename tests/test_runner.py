@@ -216,10 +216,7 @@ def test_a_quiet_stream_is_flushed_so_prompts_show_before_the_command_ends() -> 
     got: list[tuple[float, bytes]] = []
 
     def reader() -> None:
-        while True:
-            chunk = os.read(r, 100)
-            if not chunk:
-                return
+        while chunk := os.read(r, 100):
             got.append((time.monotonic(), chunk))
 
     t = threading.Thread(target=reader)
