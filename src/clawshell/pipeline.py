@@ -16,16 +16,13 @@ from typing import Any, Callable, Mapping
 
 from .errors import (
     EXIT_DENIED,
-    ClawshellError,
     SandboxUnavailableError,
     StoreError,
     UsageError,
 )
 from .home import Home
 from .model import Decision, EvalContext, Policy, RunResult, Verdict
-
-INSIDE_ENV = "CLAWSHELL_INSIDE"
-
+from .realshell import INSIDE_ENV, inside_sandbox, locate_real_shell  # noqa: F401  (re-exported)
 
 def err(line: str) -> None:
     """Write one line to stderr, never raising."""
@@ -81,64 +78,6 @@ def session_id(option: str | None, environ: Mapping[str, str]) -> str:
     return option or environ.get("CLAWSHELL_SESSION") or f"ppid-{os.getppid()}"
 
 
-# --------------------------------------------------------------------------- real shell
-
-
-def locate_real_shell(prog: str, environ: Mapping[str, str]) -> str:
-    """Find the real shell to run, never this program itself.
-
-    ``CLAWSHELL_REAL_SHELL`` wins; otherwise search PATH for ``bash`` (``sh`` when
-    called as ``sh``) skipping any file that is this program (same inode or same
-    resolved path), then the usual system locations.
-    """
-    explicit = environ.get("CLAWSHELL_REAL_SHELL")
-    if explicit:
-        return explicit
-    name = "sh" if prog in ("sh", "dash") else "bash"
-    me = _self_identities()
-    candidates = [os.path.join(d or ".", name) for d in environ.get("PATH", "").split(os.pathsep)]
-    candidates += [f"/usr/bin/{name}", f"/bin/{name}"]
-    for cand in candidates:
-        try:
-            st = os.stat(cand)
-        except OSError:
-            continue
-        if not (st.st_mode & 0o111) or (st.st_dev, st.st_ino) in me:
-            continue
-        if os.path.realpath(cand) in {p for p in me if isinstance(p, str)}:
-            continue
-        return cand
-    raise ClawshellError(f"no real {name} found on PATH (set CLAWSHELL_REAL_SHELL)")
-
-
-def _self_identities() -> set[Any]:
-    ids: set[Any] = set()
-    for p in {sys.argv[0], os.path.realpath(sys.argv[0])}:
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue
-        ids.add((st.st_dev, st.st_ino))
-        ids.add(os.path.realpath(p))
-    return ids
-
-
-def inside_sandbox(environ: Mapping[str, str]) -> bool:
-    """True when this process runs inside a command clawshell already confined.
-
-    The env marker alone could be forged by whoever starts us, so it only counts when
-    the kernel confirms a confinement is in force (no_new_privs and a seccomp filter).
-    """
-    if environ.get(INSIDE_ENV) != "1":
-        return False
-    try:
-        with open("/proc/self/status", "rb") as fh:
-            status = fh.read()
-    except OSError:
-        return False
-    return b"\nNoNewPrivs:\t1" in status and b"\nSeccomp:\t2" in status
-
-
 # --------------------------------------------------------------------------- shell
 
 
@@ -160,18 +99,6 @@ def run_shell(inv: Any, *, prog: str = "clawshell", argv0: str | None = None) ->
     """Run a drop-in shell invocation end to end and return its exit status."""
     environ = os.environ
     real_shell = locate_real_shell(prog, environ)
-    if inside_sandbox(environ):
-        # Nested call (make, npm scripts, `bash -c` in a script): the kernel sandbox of
-        # the outer command already bounds everything this can do, and the state home
-        # is out of reach, so hand over to the real shell at once.
-        args = [argv0 or prog, *inv.passthrough]
-        if inv.command is not None:
-            args += ["-c", inv.command, *inv.positional]
-        elif inv.script_file is not None:
-            args += [inv.script_file, *inv.positional]
-        elif inv.stdin_script:
-            args += ["-s", *inv.positional]
-        os.execv(real_shell, args)
     workspace, start = resolve_workspace(inv.cwd, environ)
     text, argv = _command_and_argv(inv, real_shell, argv0 or prog)
     session = session_id(inv.session, environ)

@@ -87,6 +87,11 @@ def _shell_main(prog: str, args: list[str], argv0: str) -> int:
     if inv.help:
         sys.stdout.write(USAGE)
         return 0
+    from ..realshell import exec_real_shell, inside_sandbox, locate_real_shell
+
+    if inside_sandbox(os.environ):
+        # Nested call inside a command clawshell already confined: hand over at once.
+        exec_real_shell(locate_real_shell(prog, os.environ), inv, argv0)
     from ..pipeline import run_shell
 
     return run_shell(inv, prog=prog, argv0=argv0)
