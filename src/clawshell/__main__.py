@@ -11,6 +11,12 @@ def main() -> None:
     # every start (PYTHONDONTWRITEBYTECODE=1 is common in agent containers) costs
     # more than everything else it does, so it always keeps its bytecode cache.
     sys.dont_write_bytecode = False
+    import os
+
+    from . import _dccache
+
+    home = os.environ.get("CLAWSHELL_HOME") or os.path.join(os.path.expanduser("~"), ".clawshell")
+    _dccache.install(os.path.join(os.path.abspath(home), "cache"))
     from .cli import main as cli_main
 
     sys.exit(cli_main(sys.argv))

@@ -1,0 +1,76 @@
+"""Start-up aid for the hot path: cache the code ``dataclasses`` compiles.
+
+Every ``@dataclass`` compiles the source of its generated methods (``__init__``,
+``__eq__``, ``__repr__`` ...) with ``exec`` when the class is created; on this kind of
+VM that is about 1.5 ms a class, and clawshell defines dozens of them on every start.
+The generated source is the same each time, so its compiled code is kept in
+``$CLAWSHELL_HOME/cache`` (marshal, private file) and reused.  ``dataclasses`` looks
+``exec`` up in its module globals, so shadowing that one name is the whole hook; the
+code executed is exactly what the source compiles to.  Any problem: plain compile.
+"""
+
+from __future__ import annotations
+
+import atexit
+import marshal
+import os
+import sys
+
+_VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}-{sys.implementation.cache_tag}-v1"
+
+
+def install(cache_dir: str) -> None:
+    """Shadow ``dataclasses.exec`` with a compiled-code cache stored in ``cache_dir``."""
+    import dataclasses
+
+    if "exec" in vars(dataclasses):
+        return
+    path = os.path.join(cache_dir, f"dataclass-code-{_VERSION}.marshal")
+    codes: dict[str, object] = {}
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            if st.st_uid == os.getuid() and not st.st_mode & 0o077:
+                with os.fdopen(fd, "rb") as fh:
+                    fd = -1
+                    loaded = marshal.load(fh)
+                if isinstance(loaded, dict):
+                    codes = loaded
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    except (OSError, ValueError, EOFError, TypeError):
+        codes = {}
+    missed: list[bool] = []
+
+    def cached_exec(source: object, globals_: dict | None = None, locals_: dict | None = None) -> None:
+        if isinstance(source, str):
+            code = codes.get(source)
+            if code is None:
+                code = compile(source, "<string>", "exec")
+                codes[source] = code
+                missed.append(True)
+            exec(code, globals_, locals_)  # noqa: S102 - the code dataclasses asked for
+        else:
+            exec(source, globals_, locals_)  # noqa: S102
+
+    dataclasses.exec = cached_exec  # type: ignore[attr-defined]
+
+    def save() -> None:
+        if not missed:
+            return
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                marshal.dump(codes, fh)
+            os.replace(tmp, path)
+        except (OSError, ValueError):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    atexit.register(save)
