@@ -16,6 +16,7 @@ def main() -> None:
     from . import _dccache
 
     home = os.environ.get("CLAWSHELL_HOME") or os.path.join(os.path.expanduser("~"), ".clawshell")
+    _dccache.defer_import("inspect")
     _dccache.install(os.path.join(os.path.abspath(home), "cache"))
     from .cli import main as cli_main
 

@@ -19,6 +19,28 @@ import sys
 _VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}-{sys.implementation.cache_tag}-v1"
 
 
+def defer_import(name: str) -> None:
+    """Register module ``name`` with the standard library's LazyLoader, so that
+    ``import name`` is free and the module loads on first attribute access, by
+    whoever really needs it (``inspect``: imported by dataclasses and bashlex, used
+    by neither on clawshell's hot path)."""
+    if name in sys.modules:
+        return
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return
+        loader = importlib.util.LazyLoader(spec.loader)
+        spec.loader = loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        loader.exec_module(module)
+    except Exception:
+        sys.modules.pop(name, None)
+
+
 def install(cache_dir: str) -> None:
     """Shadow ``dataclasses.exec`` with a compiled-code cache stored in ``cache_dir``."""
     import dataclasses

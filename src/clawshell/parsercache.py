@@ -51,7 +51,9 @@ def prepare_bashlex(cache_dir: str | None) -> None:
     if cache_dir is None:
         _plain_import()
         return
-    _defer_inspect()
+    from ._dccache import defer_import
+
+    defer_import("inspect")  # bashlex.yacc needs it only to build tables, which the cache skips
     hook = _YaccHook(cache_dir)
     sys.meta_path.insert(0, hook)
     try:
@@ -69,27 +71,6 @@ def prepare_bashlex(cache_dir: str | None) -> None:
         hook.restore()
     if "bashlex.parser" not in sys.modules:
         _plain_import()
-
-
-def _defer_inspect() -> None:
-    """bashlex.yacc imports ``inspect`` (~13 ms) but uses it only while building the
-    grammar, which the table cache skips: register it with the standard library's
-    LazyLoader so it is loaded on first attribute access, by whoever needs it."""
-    if "inspect" in sys.modules:
-        return
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("inspect")
-        if spec is None or spec.loader is None:
-            return
-        loader = importlib.util.LazyLoader(spec.loader)
-        spec.loader = loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["inspect"] = module
-        loader.exec_module(module)
-    except Exception:
-        sys.modules.pop("inspect", None)
 
 
 def cache_path(cache_dir: str, key: str) -> str:
