@@ -6,8 +6,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
+
+if TYPE_CHECKING:
+    from clawshell.home import Home
+    from clawshell.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -33,6 +38,24 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 def clawhome(isolated_home: Path) -> Path:
     """The temp CLAWSHELL_HOME of this test."""
     return isolated_home
+
+
+@pytest.fixture
+def home(clawhome: Path) -> "Home":
+    """The state home of this test as a ``Home``."""
+    from clawshell.home import Home
+
+    return Home(str(clawhome))
+
+
+@pytest.fixture
+def store(home: "Home") -> "Iterator[Store]":
+    """An open store in this test's home, closed afterwards."""
+    from clawshell.store import Store
+
+    s = Store.open(home)
+    yield s
+    s.close()
 
 
 @pytest.fixture

@@ -43,11 +43,6 @@ def record(i: int) -> dict:
     }
 
 
-@pytest.fixture
-def home(clawhome: Path) -> Home:
-    return Home(str(clawhome))
-
-
 def build(home: Home, n: int = 12, every: int = 5) -> list[Appended]:
     with Store.open(home) as store:
         log = AuditLog(store, home, checkpoint_every=every)

@@ -40,11 +40,6 @@ def table_shapes(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
     return {name: conn.execute(f"PRAGMA table_info({name})").fetchall() for name in names}
 
 
-@pytest.fixture
-def home(clawhome: Path) -> Home:
-    return Home(str(clawhome))
-
-
 def test_migration_1_creates_exactly_the_documented_schema(home: Home) -> None:
     Store.open(home).close()
     conn = sqlite3.connect(home.database)

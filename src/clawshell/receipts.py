@@ -5,7 +5,7 @@ Pure: no file, clock, environment or process.  ``audit.py`` does the I/O.
 Definitions (version 1; ``docs/audit.md`` is the reference for other implementations):
 
 * **Canonical JSON** of a value: ``json.dumps`` with sorted keys, separators ``,`` and
-  ``:``, ASCII only (every non-ASCII character as a lower-case ``\\uXXXX`` escape,
+  ``:``, ASCII only (every non-ASCII character as a lower-case ``\\u`` + 4 hex digits escape,
   astral characters as surrogate pairs), no NaN or infinity; floats in the shortest
   form that round-trips (Python ``repr``).
 * **Body**: canonical JSON of the record after :func:`normalize_record`.  Text that is

@@ -9,8 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -31,18 +30,6 @@ def env_only_inside_check(monkeypatch: pytest.MonkeyPatch) -> None:
     itself runs under clawshell; the ancestry checks are tested in test_queue.py."""
     real = queue.inside_reason
     monkeypatch.setattr(cli.approval_queue, "inside_reason", lambda: real(proc="/nonexistent"))
-
-
-@pytest.fixture
-def home(clawhome: Path) -> Home:
-    return Home(str(clawhome))
-
-
-@pytest.fixture
-def store(home: Home) -> Iterator[Store]:
-    s = Store.open(home)
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -19,13 +19,6 @@ from clawshell.store import Store
 
 
 @pytest.fixture
-def store(clawhome: Path) -> Iterator[Store]:
-    s = Store.open(Home(str(clawhome)))
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
     """Popen objects to kill at the end whatever happens."""
     started: list[subprocess.Popen[bytes]] = []

@@ -8,8 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -35,18 +34,6 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.t += seconds
-
-
-@pytest.fixture
-def home(clawhome: Path) -> Home:
-    return Home(str(clawhome))
-
-
-@pytest.fixture
-def store(home: Home) -> Iterator[Store]:
-    s = Store.open(home)
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -16,11 +16,6 @@ from clawshell.policy import ScopedPolicy, engine, loader, paths, rules
 from clawshell.shellparse import parse
 
 
-@pytest.fixture
-def home(clawhome: Path) -> Home:
-    return Home(str(clawhome))
-
-
 def write(tmp_path: Path, body: str, name: str = "policy.toml") -> Path:
     p = tmp_path / name
     p.write_text(textwrap.dedent(body).lstrip("\n"))

@@ -484,7 +484,7 @@ def _pins(spec: SandboxSpec, protected: Sequence[str]) -> list[str]:
 
 
 def _private_tmpdir() -> str:
-    """A fresh ``/tmp/clawshell-XXXXXXXX`` (0700), like mkdtemp without importing tempfile."""
+    """A fresh ``/tmp/clawshell-<random>`` (0700), like mkdtemp without importing tempfile."""
     for _ in range(20):
         path = f"/tmp/clawshell-{os.urandom(6).hex()}"
         try:
