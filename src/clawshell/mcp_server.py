@@ -227,8 +227,9 @@ def build_server(cfg: ServerConfig) -> MCPServer:
         try:
             where = _inside(cfg, cwd)
         except ValueError as exc:
-            line = f"clawshell: denied: {exc} [rule: paths.workspace_only]"
-            receipt = await anyio.to_thread.run_sync(lambda: _record_refusal(cfg, command, str(exc)))
+            reason = str(exc)
+            line = f"clawshell: denied: {reason} [rule: paths.workspace_only]"
+            receipt = await anyio.to_thread.run_sync(lambda: _record_refusal(cfg, command, reason))
             return _result("\n".join([line, *([receipt] if receipt else [])]),
                            {"error": line, "refusal": line, "receipt": receipt, "exit_status": 126}, error=True)
         approver = _Approver(ctx, _supports_elicitation(ctx))

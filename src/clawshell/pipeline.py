@@ -586,7 +586,6 @@ def execute_file(op: str, path: str, *, workspace: str, session: str, cwd: str |
 
 def _scan_output(data: bytes, policy: Policy, environ: Mapping[str, str]) -> tuple[bytes, tuple[Any, ...]]:
     """Mask secrets in tool output that does not come from the runner (file reads)."""
-    from . import sandbox
     from .leaks import LeakSettings, scan_bytes
 
     settings = LeakSettings.from_policy(policy)

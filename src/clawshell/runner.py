@@ -796,7 +796,7 @@ def _pump(plan: LaunchPlan, pid: int, own_pgrp: bool, r_out: int, r_err: int,
     _reap_orphans(hit - {pid})
     assert wstatus is not None
     if over_limit:
-        _write_all(err_fd, f"\nclawshell: process limit exceeded, process tree killed\n".encode())
+        _write_all(err_fd, "\nclawshell: process limit exceeded, process tree killed\n".encode())
     if timed_out:
         status = 128 + signal.SIGKILL
         _write_all(err_fd, f"\nclawshell: timed out after {plan.timeout:g}s, process tree killed\n".encode())

@@ -236,9 +236,8 @@ NO_PATH_READONLY = frozenset({
     "getopts", "let", "times", "ulimit", "ps", "free", "df", "lsblk", "lscpu", "w", "who", "pgrep",
     "pidof", "man", "info", "whatis", "apropos", "bc", "dc", "factor", "numfmt", "cd", "pushd", "popd",
     "dirs", "alias", "unalias", "logname", "users", "env", "clear", "tput", "stty", "yes", "nl",
-    "lsof", "ss", "netstat", "vmstat", "iostat", "top", "htop", "uptime", "dmesg", "getent", "locale",
-    "export", "declare", "typeset", "local", "readonly", "sha1sum", "tldr", "jobs", "fg", "bg", "disown",
-    "true", "command", "builtin", "compgen", "complete", "enable", "caller", "cksum", "sum",
+    "lsof", "ss", "netstat", "vmstat", "iostat", "top", "htop", "dmesg", "getent", "export", "declare", "typeset", "local", "readonly", "sha1sum", "tldr", "fg", "bg", "disown",
+    "command", "builtin", "compgen", "complete", "enable", "caller", "cksum", "sum",
 })
 """Commands whose arguments are not paths and which change no files (readonly-safe;
 ``env``/``command``/``builtin`` as such, their wrapped command is judged on its own)."""

@@ -814,7 +814,7 @@ def lookalikes(g: Gen) -> list[dict]:
         elif k == 1:
             text = f"{cert(g, 'PUBLIC KEY', 6)}\n"
         else:
-            text = f"ca.crt: |\n  " + cert(g).replace("\n", "\n  ") + "\n"
+            text = "ca.crt: |\n  " + cert(g).replace("\n", "\n  ") + "\n"
         out.append(("pem_public", "pem", "cert.pem", text))
 
     examples = [
