@@ -3,6 +3,8 @@ config, a missing backend, a store failure, or bugs."""
 
 from __future__ import annotations
 
+import os
+
 EXIT_DENIED = 126
 EXIT_USAGE = 2
 EXIT_CONFIG = 78
@@ -53,3 +55,12 @@ class RefusedError(ClawshellError):
 
     exit_code = EXIT_DENIED
     tag = "denied"
+
+
+def err(line: str) -> None:
+    """Write one line to stderr (fd 2, unbuffered), never raising: the tagged lines
+    clawshell shows an agent must not depend on Python's stream state."""
+    try:
+        os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "surrogateescape"))
+    except OSError:
+        pass

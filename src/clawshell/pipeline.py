@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import (
     EXIT_DENIED,
+    err,
     SandboxUnavailableError,
     StoreError,
     UsageError,
@@ -23,14 +24,6 @@ from .errors import (
 from .home import Home
 from .model import Decision, EvalContext, Policy, RunResult, Verdict
 from .realshell import INSIDE_ENV, inside_sandbox, locate_real_shell  # noqa: F401  (re-exported)
-
-def err(line: str) -> None:
-    """Write one line to stderr, never raising."""
-    try:
-        os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "surrogateescape"))
-    except OSError:
-        pass
-
 
 # --------------------------------------------------------------------------- context
 
@@ -131,7 +124,7 @@ def _command_and_argv(inv: Any, real_shell: str, argv0: str) -> tuple[str, list[
     return script, base + ["-c", script, argv0, *inv.positional]
 
 
-def execute(call: ShellCall, *, policy_selector: str | None, verdict_override: Verdict | None = None,
+def execute(call: ShellCall, *, policy_selector: str | None,
             out_fd: int = 1, err_fd: int = 2, stdin_fd: int = 0,
             emit: Callable[[str], None] = err) -> int:
     """Judge, (approve), confine, run, scan, record.  Returns the exit status."""
@@ -151,8 +144,10 @@ def execute(call: ShellCall, *, policy_selector: str | None, verdict_override: V
         # A known agent envelope (Claude's eval wrapper, Codex's snapshot wrapper) is
         # scaffolding: the model's command inside it is what gets judged; the whole
         # text still runs in the sandbox.
-        verdict = verdict_override or judge(judged_command(call.command, call.argv), policy, ctx, home)
+        verdict = judge(judged_command(call.command, call.argv), policy, ctx, home)
         record["decision"] = _verdict_record(verdict)
+        if verdict.high_risk:
+            record["tags"] = ["HIGH_RISK"]  # medium or worse: runs, and is marked in the log
         verdict, approval = _gate(verdict, call, policy, phash, store, emit)
         record["approval"] = approval
         if verdict.decision is not Decision.ALLOW:

@@ -59,8 +59,3 @@ def refusal_line(verdict: Verdict) -> str:
     if verdict.decision is Decision.DENY:
         return f"clawshell: denied: {reason_text(verdict)}"
     return f"clawshell: approval required (score {verdict.score}, {verdict.risk.value}): {reason_text(verdict)}"
-
-
-def high_risk_line(verdict: Verdict) -> str:
-    """The ``[HIGH_RISK]`` notice for medium-risk actions that run."""
-    return f"clawshell: [HIGH_RISK] score {verdict.score} ({verdict.risk.value}): {reason_text(verdict)}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import EXIT_INTERNAL, EXIT_USAGE, ClawshellError
+from ..errors import EXIT_INTERNAL, EXIT_USAGE, ClawshellError, err
 
 SHELL_NAMES = frozenset({"bash", "sh", "zsh", "dash", "clawshell-bash"})
 SUBCOMMANDS = frozenset({
@@ -33,14 +33,6 @@ Usage: clawshell [--cwd DIR] [--policy NAME|FILE] [bash options] -c COMMAND [ARG
        clawshell COMMAND ...   (check, audit, receipts, approvals, approve, otp, estop,
                                 doctor, file, mcp, session, hook, security; --help for each)
 """
-
-
-def err(line: str) -> None:
-    """Write one line to stderr, never raising."""
-    try:
-        os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "surrogateescape"))
-    except OSError:
-        pass
 
 
 def main(argv: list[str]) -> int:
