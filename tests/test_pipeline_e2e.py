@@ -157,3 +157,17 @@ def test_exit_status_passes_through_with_audit_entry(shape: list[str], workspace
     res = claw(*shape, workspace=workspace)
     assert res.returncode == 3
     assert receipt_of(res.stderr)
+
+
+def test_medium_risk_runs_and_is_tagged_high_risk_in_the_log(workspace: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    for key, value in (("user.name", "t"), ("user.email", "t@example.com")):  # the sandbox scrubs GIT_* env
+        subprocess.run(["git", "-C", str(workspace), "config", key, value], check=True)
+    check = sub("check", "--json", "--cwd", str(workspace), "-c", "git commit --allow-empty -q -m x")
+    verdict = json.loads(check.stdout)
+    assert verdict["decision"] == "allow" and verdict["risk"] == "medium", verdict
+    res = claw("-c", "git commit --allow-empty -q -m x", workspace=workspace)
+    assert res.returncode == 0, res.stderr
+    assert b"HIGH_RISK" not in res.stderr  # invisible to the agent: only the log carries it
+    raw = sub("audit", "--json", "--last", "1").stdout.decode()
+    assert "HIGH_RISK" in raw
