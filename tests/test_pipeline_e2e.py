@@ -171,3 +171,43 @@ def test_medium_risk_runs_and_is_tagged_high_risk_in_the_log(workspace: Path) ->
     assert b"HIGH_RISK" not in res.stderr  # invisible to the agent: only the log carries it
     raw = sub("audit", "--json", "--last", "1").stdout.decode()
     assert "HIGH_RISK" in raw
+
+
+def approve_next(timeout: float = 30) -> str:
+    """Wait for one pending request and allow it (the human's side)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        pending = json.loads(sub("approvals", "--json").stdout or b"[]")
+        pending = pending if isinstance(pending, list) else pending.get("pending", [])
+        if pending:
+            token = pending[0]["token"]
+            assert sub("approve", token, "allow").returncode == 0
+            return token
+        time.sleep(0.2)
+    raise AssertionError("no pending approval appeared")
+
+
+@pytest.mark.parametrize("command,created", [
+    ("git init -q", ".git/config"),
+    ("mkdir -p .git/hooks && echo 'exit 0' > .git/hooks/pre-commit", ".git/hooks/pre-commit"),
+])
+def test_an_approved_protected_write_goes_through_the_sandbox(command: str, created: str,
+                                                              workspace: Path) -> None:
+    proc = subprocess.Popen([CLAWSHELL, "--cwd", str(workspace), "-c", command], cwd=workspace,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    approve_next()
+    _, errout = proc.communicate(timeout=60)
+    assert proc.returncode == 0, errout
+    assert (workspace / created).exists()
+
+
+def test_an_unapproved_protected_write_is_refused_and_nothing_is_created(workspace: Path) -> None:
+    proc = subprocess.Popen([CLAWSHELL, "--cwd", str(workspace), "-c", "git init -q"], cwd=workspace,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 30
+    while time.time() < deadline and not json.loads(sub("approvals", "--json").stdout or b"[]"):
+        time.sleep(0.2)
+    assert sub("approve", "--all-pending", "deny").returncode == 0
+    proc.communicate(timeout=60)
+    assert proc.returncode == 126
+    assert not (workspace / ".git").exists()

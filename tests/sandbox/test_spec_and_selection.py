@@ -220,3 +220,23 @@ def test_other_users_homes_never_hide_home_itself(tmp_path: Path, clawhome: Path
     assert str(other) in spec.hidden and f"{me}/.ssh" in spec.hidden
     assert str(me) not in spec.hidden and str(homes) not in spec.hidden
     assert spec.read_only[0] == str(me)
+
+
+@pytest.mark.parametrize("git_exists,approved,still_protected", [
+    (True, [], {".git/hooks", ".git/config"}),
+    (True, [".git/hooks"], {".git/config"}),
+    (False, [".git/hooks"], set()),  # `.git` is missing: its cover is lifted with the approved write
+    (False, [".git/config", ".git/hooks"], set()),
+])
+def test_approved_protected_paths_are_lifted_for_the_run(git_exists: bool, approved: list[str],
+                                                         still_protected: set[str], workspace: Path,
+                                                         user_home: Path, clawhome: Path) -> None:
+    from dataclasses import replace
+
+    if git_exists:
+        (workspace / ".git").mkdir()
+    pol = Policy(protected_paths=(".git/hooks", ".git/config"))
+    verdict = replace(ALLOW, extra_writable=tuple(str(workspace / a) for a in approved))
+    spec = sandbox.build_spec(pol, ctx(workspace, user_home, clawhome), verdict, {"HOME": str(user_home)}, [])
+    got = {p[len(str(workspace)) + 1:] for p in spec.protected if p.startswith(str(workspace) + "/")}
+    assert got == still_protected

@@ -295,6 +295,8 @@ class _State:
             d = self.gate(Decision.APPROVE, Decision.DENY, Decision.APPROVE)
             self.add("paths.protected", d, f"{verb} a protected path: {hits[0].path} (protected_paths: "
                      f"{hits[0].source})", word, alternative=ALTERNATIVES["paths.protected"])
+            # Once a human approves, the sandbox lifts this protection for this run only.
+            self.extra_writable.append(hits[0].path)
         if c.write_allow is not None and not outside and paths.within(p, c.workspace):
             if not any(paths.within(p, w) for w in c.write_allow):
                 self.add("paths.write_allow", Decision.DENY,

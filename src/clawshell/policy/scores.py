@@ -786,6 +786,12 @@ def _git(argv: Sequence[str]) -> Facts:
     if sub in ("format-patch", "archive", "bundle"):
         f.write(*_vals(opts, "-o", "--output", "--output-directory"))
         return act("bash_write")
+    if sub == "init" and not _has(opts, "--bare"):
+        # A new repository's config and hooks are protected paths: creating them is
+        # approved by the human like any other protected write.
+        target = (ops[0] if ops else ".").rstrip("/") or "/"
+        f.write(f"{target}/.git/config", f"{target}/.git/hooks")
+        return act("git_stage")
     if sub in ("add", "mv", "rm", "init", "switch", "notes", "bisect", "apply", "sparse-checkout", "lfs",
                "mergetool", "maintenance", "commit-graph", "repack", "pack-refs", "stage", "restore", "update-index"):
         return act("git_stage")

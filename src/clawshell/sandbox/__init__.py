@@ -204,6 +204,18 @@ def _with_real(paths: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _first_missing(path: str, root: str) -> str:
+    """The shallowest component of ``path`` below ``root`` that does not exist
+    (``path`` itself when it exists)."""
+    rel = posixpath.relpath(path, root)
+    cur = root
+    for part in rel.split("/"):
+        cur = posixpath.join(cur, part)
+        if not os.path.lexists(cur):
+            return cur
+    return path
+
+
 def _within_any(path: str, roots: Sequence[str] | frozenset[str]) -> bool:
     from .landlock import under_any
 
@@ -299,6 +311,15 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
     # inside the workspace; outside it is read-only anyway).
     protected += [r for r in (os.path.realpath(p) for p in protected if os.path.islink(p))
                   if _within_any(r, [ws])]
+    # Protected paths the verdict escalates (a human approved writing them) are lifted
+    # for this run; everything else, and always the clawshell home, stays read-only.
+    # A missing protected path is covered at its first missing component (`.git`), so
+    # an approved write beneath that component lifts the cover too.
+    approved = [posixpath.normpath(p) for p in verdict.extra_writable if _within_any(posixpath.normpath(p), [ws])]
+    if approved:
+        protected = [p for p in protected
+                     if not _within_any(p, approved) and not any(_within_any(a, [_first_missing(p, ws)])
+                                                                 for a in approved)]
     if ctx.clawshell_home and _within_any(os.path.realpath(ctx.clawshell_home), [ws]):
         protected.append(os.path.realpath(ctx.clawshell_home))
 
