@@ -231,8 +231,6 @@ def test_other_users_homes_never_hide_home_itself(tmp_path: Path, clawhome: Path
 def test_approved_protected_paths_are_lifted_for_the_run(git_exists: bool, approved: list[str],
                                                          still_protected: set[str], workspace: Path,
                                                          user_home: Path, clawhome: Path) -> None:
-    from dataclasses import replace
-
     if git_exists:
         (workspace / ".git").mkdir()
     pol = Policy(protected_paths=(".git/hooks", ".git/config"))
