@@ -14,13 +14,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from .errors import (
-    EXIT_DENIED,
-    err,
-    SandboxUnavailableError,
-    StoreError,
-    UsageError,
-)
+from .errors import EXIT_DENIED, SandboxUnavailableError, StoreError, UsageError, err
 from .home import Home
 from .model import Decision, EvalContext, Policy, RunResult, Verdict
 from .realshell import INSIDE_ENV, inside_sandbox, locate_real_shell  # noqa: F401  (re-exported)
@@ -76,7 +70,7 @@ def session_id(option: str | None, environ: Mapping[str, str]) -> str:
 
 @dataclass
 class ShellCall:
-    """One shell tool call being processed (mutable bookkeeping for the record)."""
+    """One tool call being processed: what the audit record says it was."""
 
     command: str
     argv: list[str]
@@ -85,7 +79,6 @@ class ShellCall:
     session: str
     tool: str = "shell"
     started: float = field(default_factory=time.time)
-    record: dict[str, Any] = field(default_factory=dict)
 
 
 def run_shell(inv: Any, *, prog: str = "clawshell", argv0: str | None = None) -> int:
