@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from .errors import EXIT_DENIED, SandboxUnavailableError, StoreError, UsageError, err
+from .errors import EXIT_DENIED, ConfigError, SandboxUnavailableError, StoreError, UsageError, err
 from .home import Home
 from .model import Decision, EvalContext, Policy, RunResult, Verdict
 from .realshell import INSIDE_ENV, inside_sandbox, locate_real_shell  # noqa: F401  (re-exported)
@@ -125,7 +125,11 @@ def execute(call: ShellCall, *, policy_selector: str | None,
 
     home = Home.from_env()
     environ = os.environ
-    policy, phash = load_policy_and_hash(home, call.workspace, policy_selector)
+    try:
+        policy, phash = load_policy_and_hash(home, call.workspace, policy_selector)
+    except ConfigError as exc:
+        _record_config_failure(home, call, exc)
+        raise
     store = _open_store(home)
     record = _base_record(call, phash)
     try:
@@ -155,6 +159,22 @@ def execute(call: ShellCall, *, policy_selector: str | None,
         appended = _append(store, home, record)
         receipt_for(store, home, appended, policy, emit)
         return result.status
+    finally:
+        store.close()
+
+
+def _record_config_failure(home: Home, call: ShellCall, exc: ConfigError) -> None:
+    """A call refused because the configuration is invalid still leaves an audit entry
+    (best effort: the store may be the thing that is broken; the 78 exit stands)."""
+    try:
+        store = _open_store(home)
+    except StoreError:
+        return
+    try:
+        record = _base_record(call, "")
+        _close(store, home, record, "failed", "invalid configuration: " + "; ".join(exc.problems))
+    except StoreError:
+        pass
     finally:
         store.close()
 

@@ -188,6 +188,8 @@ def test_invalid_config_is_78_with_file_and_line(workspace: Path, clawhome: Path
     assert res.returncode == 78
     assert not marker.exists()
     assert f"{policy}:3: ".encode() in res.stderr and b"bogus_key" in res.stderr
+    log = subprocess.run([CLAWSHELL, "audit", "--json", "--last", "1"], capture_output=True, timeout=30)
+    assert b"invalid configuration" in log.stdout and b'"failed"' in log.stdout  # refused, still recorded
 
 
 def test_receipt_line_follows_the_output_on_stderr(workspace: Path) -> None:
