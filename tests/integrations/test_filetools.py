@@ -274,7 +274,10 @@ def test_symlink_swapped_in_mid_operation_cannot_redirect_writes(tmp_path: Path,
         with ft.Workspace(str(ws_dir), use_openat2=use) as ws:
             # Race for at least 1.5 s, and on a loaded machine until the swap was hit.
             start = time.monotonic()
-            while time.monotonic() - start < 1.5 or ("refused" not in outcomes and time.monotonic() - start < 20):
+            # The user-space walk has a far narrower window than openat2, so under load it may
+            # only ever see the racer as a vanished or non-directory component ("failed").
+            wanted = {"refused"} if use else {"refused", "failed"}
+            while time.monotonic() - start < 1.5 or (not outcomes & wanted and time.monotonic() - start < 20):
                 try:
                     ws.write_atomic("d/x.txt", b"data", create_parents=False)
                     outcomes.add("written")
@@ -285,8 +288,8 @@ def test_symlink_swapped_in_mid_operation_cannot_redirect_writes(tmp_path: Path,
     finally:
         stop.set()
         racer.join()
-    assert list(outside.iterdir()) == []
-    assert "refused" in outcomes, outcomes  # the swap was really hit, and refused
+    assert list(outside.iterdir()) == []  # the property: nothing ever landed outside
+    assert outcomes & wanted, outcomes  # and the racer really got in the way
 
 
 @pytest.mark.parametrize("use", MODES)
