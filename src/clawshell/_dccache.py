@@ -16,6 +16,8 @@ import marshal
 import os
 import sys
 
+from .cachefile import read_private, write_private
+
 _VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}-{sys.implementation.cache_tag}-v1"
 
 
@@ -49,21 +51,14 @@ def install(cache_dir: str) -> None:
         return
     path = os.path.join(cache_dir, f"dataclass-code-{_VERSION}.marshal")
     codes: dict[str, object] = {}
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    blob = read_private(path)
+    if blob:
         try:
-            st = os.fstat(fd)
-            if st.st_uid == os.getuid() and not st.st_mode & 0o077:
-                with os.fdopen(fd, "rb") as fh:
-                    fd = -1
-                    loaded = marshal.load(fh)
-                if isinstance(loaded, dict):
-                    codes = loaded
-        finally:
-            if fd >= 0:
-                os.close(fd)
-    except (OSError, ValueError, EOFError, TypeError):
-        codes = {}
+            loaded = marshal.loads(blob)
+        except (ValueError, EOFError, TypeError):
+            loaded = None
+        if isinstance(loaded, dict):
+            codes = loaded
     missed: list[bool] = []
 
     def cached_exec(source: object, globals_: dict | None = None, locals_: dict | None = None) -> None:
@@ -80,19 +75,10 @@ def install(cache_dir: str) -> None:
     dataclasses.exec = cached_exec  # type: ignore[attr-defined]
 
     def save() -> None:
-        if not missed:
-            return
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                marshal.dump(codes, fh)
-            os.replace(tmp, path)
-        except (OSError, ValueError):
+        if missed:
             try:
-                os.unlink(tmp)
-            except OSError:
+                write_private(path, marshal.dumps(codes))
+            except (OSError, ValueError):
                 pass
 
     atexit.register(save)

@@ -238,56 +238,18 @@ def _tables_of(parser: Any, material: str) -> tuple[Any, ...]:
 
 
 def _store(path: str, data: tuple[Any, ...]) -> None:
-    """Write ``data`` atomically (temp file in the same directory, then rename), mode 0600."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    """Write the tables with a digest in front, as a private cache file."""
+    from .cachefile import write_private
+
     payload = marshal.dumps(data)
-    blob = _MAGIC + _sha256(payload).digest() + payload
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(blob)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _read_trusted(path: str) -> bytes | None:
-    """Contents of ``path`` if it is a regular file we own that nobody else can write."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        geteuid = getattr(os, "geteuid", None)
-        if not (st.st_mode & 0o170000 == 0o100000):
-            return None
-        if geteuid is not None and st.st_uid != geteuid():
-            return None
-        if st.st_mode & 0o022:
-            return None
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    write_private(path, _MAGIC + _sha256(payload).digest() + payload)
 
 
 def _load(path: str, material: str, pdict: dict[str, Any], yacc_module: Any) -> Any:
     """Build an LRParser from the cache file, or None on any mismatch or damage."""
-    blob = _read_trusted(path)
+    from .cachefile import read_private
+
+    blob = read_private(path)
     if blob is None:
         return None
     try:

@@ -138,28 +138,23 @@ def kill_tree(pid: int, pgid: int | None, cgroup: str | None = None,
             found.update(_cgroup_pids(cgroup))
         return found
 
+    def signal_all(sig: int) -> None:
+        if pgid is not None:
+            try:
+                os.killpg(pgid, sig)
+            except OSError:
+                pass
+        for p in targets:
+            try:
+                os.kill(p, sig)
+            except OSError:
+                pass
+
+    # Freeze first so nothing forks while we look, look again, then kill.
     targets = scan()
-    if pgid is not None:
-        try:
-            os.killpg(pgid, signal.SIGSTOP)
-        except OSError:
-            pass
-    for p in targets:
-        try:
-            os.kill(p, signal.SIGSTOP)
-        except OSError:
-            pass
+    signal_all(signal.SIGSTOP)
     targets |= scan()
-    if pgid is not None:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
-    for p in targets:
-        try:
-            os.kill(p, signal.SIGKILL)
-        except OSError:
-            pass
+    signal_all(signal.SIGKILL)
     if cgroup:
         _kill_cgroup(cgroup)
     return targets

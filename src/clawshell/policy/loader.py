@@ -851,39 +851,22 @@ def load_policy_and_hash(home: Home, workspace: str, selector: str | None) -> tu
     depends on has changed.  Errors are never cached: a bad file fails every time."""
     import pickle
 
-    path = ""
-    try:
-        path = os.path.join(home.cache, f"policy-{_cache_key(home, workspace, selector)}.pickle")
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    from ..cachefile import read_private, write_private
+
+    path = os.path.join(home.cache, f"policy-{_cache_key(home, workspace, selector)}.pickle")
+    blob = read_private(path)  # only a private file of ours: pickle runs code when loaded
+    if blob:
         try:
-            st = os.fstat(fd)
-            # Only a private file of ours is trusted (pickle runs code when loaded).
-            if st.st_uid == os.getuid() and not st.st_mode & 0o077:
-                with os.fdopen(fd, "rb") as fh:
-                    fd = -1
-                    policy, digest = pickle.load(fh)
-                if isinstance(policy, Policy) and isinstance(digest, str):
-                    return policy, digest
-        finally:
-            if fd >= 0:
-                os.close(fd)
-    except Exception:
-        pass
+            policy, digest = pickle.loads(blob)
+            if isinstance(policy, Policy) and isinstance(digest, str):
+                return policy, digest
+        except Exception:
+            pass
     policy = load_policy(home, workspace, selector)
     digest = policy_hash(policy)
-    if path:
-        tmp = ""
-        try:
-            home.zone("cache")
-            tmp = f"{path}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump((policy, digest), fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except Exception:
-            if tmp:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+    try:
+        home.zone("cache")
+        write_private(path, pickle.dumps((policy, digest), protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        pass  # a cache that cannot be written costs time, never correctness
     return policy, digest

@@ -129,17 +129,18 @@ def probe_host(cache_dir: str | None) -> HostProbe:
     key = cache_key(bwrap)
     path = os.path.join(cache_dir, CACHE_NAME) if cache_dir else None
     if path:
-        cached = _decode(_read(path))
+        from ..cachefile import read_private
+
+        blob = read_private(path)
+        cached = _decode(blob.decode("utf-8", "replace")) if blob else None
         if cached and cached[0] == key:
             return cached[1]
     probe = probe_uncached()
     if path:
+        from ..cachefile import write_private
+
         try:
-            os.makedirs(cache_dir, mode=0o700, exist_ok=True)  # type: ignore[arg-type]
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w") as fh:
-                fh.write(_encode(key, probe))
-            os.replace(tmp, path)
+            write_private(path, _encode(key, probe).encode("utf-8"))
         except OSError:
             pass
     return probe

@@ -145,20 +145,12 @@ def bpf_path(cache_dir: str, options: FilterOptions) -> str:
     when pyseccomp or libseccomp is missing.
     """
     path = os.path.join(cache_dir, f"seccomp-{native_arch()}-{definition_key(options)}.bpf")
-    try:
-        if os.path.getsize(path) % 8 == 0 and os.path.getsize(path) > 0:
-            return path
-    except OSError:
-        pass
-    program = compile_bpf(options)
-    os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, program)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    from ..cachefile import read_private, write_private
+
+    cached = read_private(path)  # a program someone else could write is never installed
+    if cached and len(cached) % 8 == 0:
+        return path
+    write_private(path, compile_bpf(options))
     return path
 
 
