@@ -282,7 +282,7 @@ def known_secrets(policy: Policy, environ: Mapping[str, str]) -> list[bytes]:
 
 def _bookkeeping_files(command: str) -> list[str]:
     """Agent bookkeeping files named by the command envelope (Claude Code writes
-    ``pwd -P >| /tmp/claude-XXXX-cwd``); each is bound writable on its own."""
+    ``pwd -P >| /tmp/claude-<id>-cwd``); each is bound writable on its own."""
     import re
 
     return sorted(set(re.findall(r">\|?\s*['\"]?(/tmp/claude-[A-Za-z0-9_-]+-cwd)\b", command)))
@@ -900,7 +900,7 @@ def unwrap_claude_envelope(text: str) -> str | None:
 
     The envelope is scaffolding joined by ``&&``: source the shell snapshot
     (``~/.claude/shell-snapshots/snapshot-*.sh``), turn extglob off, ``eval
-    'MODEL_COMMAND'`` with stdin from /dev/null, then ``pwd -P >| /tmp/claude-XXXX-cwd``.
+    'MODEL_COMMAND'`` with stdin from /dev/null, then ``pwd -P >| /tmp/claude-<id>-cwd``.
     Only that exact shape is recognised: anything else around the ``eval`` (another
     command, a different file sourced) returns None, and the whole text is judged.
     """
