@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
@@ -77,7 +78,7 @@ _PROBLEMS: tuple[tuple[str, str], ...] = (
     ("readonly database", "database is read-only (check the permissions of the file and its "
                           "directory, or a read-only mount)"),
     ("disk is full", "disk is full: cannot record"),
-    ("database is locked", "database is locked by another process (waited "
+    ("database is locked", "database is locked by another process (gave up waiting; the limit is "
                            f"{BUSY_TIMEOUT_SECONDS:.0f} s)"),
     ("database is busy", "database is busy (another process holds it)"),
     ("unable to open database file", "cannot open the database file (missing, or no permission on "
@@ -97,6 +98,36 @@ def describe_error(path: str, exc: BaseException) -> str:
         if needle in low:
             return f"{path}: {message}"
     return f"{path}: {text or exc.__class__.__name__}"
+
+
+@contextmanager
+def _migration_lock(path: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<database>.lock`` (waits up to the busy timeout).
+
+    The kernel drops the lock when its holder dies, so a killed migrator never wedges
+    the next process.
+    """
+    import fcntl
+
+    lock_path = path + ".lock"
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise StoreError(describe_error(lock_path, exc)) from None
+    try:
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError(f"{lock_path}: another process has been setting up the database "
+                                     f"for over {BUSY_TIMEOUT_SECONDS:.0f} s") from None
+                time.sleep(0.005)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _mode(st: os.stat_result) -> str:
@@ -256,6 +287,17 @@ class Store:
         if self.readonly:
             raise StoreError(f"{self.path}: database schema version {version} needs migrating to "
                              f"{SCHEMA_VERSION}; run any clawshell command once read-write")
+        # Creation races: processes that all find an unmigrated file would each try to
+        # switch it to WAL, and SQLite answers one of two lock upgraders with an
+        # immediate SQLITE_BUSY (deadlock avoidance, no busy wait).  One process at a
+        # time migrates, under an advisory lock next to the database.
+        with _migration_lock(self.path):
+            self._migrate_locked()
+
+    def _migrate_locked(self) -> None:
+        version = self._read_version()  # another process may have migrated meanwhile
+        if version == SCHEMA_VERSION:
+            return
         # WAL is a property of the file; it cannot change inside a transaction.
         mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
         if not mode or str(mode[0]).lower() != "wal":
