@@ -28,5 +28,19 @@ ensure_venv() {
   [ -x "$VENV/bin/python" ] || "$py" -m venv "$VENV" >&2 || exit 70
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT$extras" >&2 || {
     echo "clawshell: pip install into $VENV failed" >&2; exit 70; }
+  write_launcher
   touch "$stamp"
+}
+
+# Replace pip's console script with a lean one: `python -I -S` skips site-packages and
+# the `re` import of pip's template (about 10 ms of every agent command); clawshell
+# loads site itself when it runs in-process.  Kept as pip wrote it when the paths
+# cannot go in a shebang or a string literal (whitespace, quotes, backslashes, length).
+write_launcher() {
+  local py="$VENV/bin/python" tmp="$VENV/bin/.clawshell.$$"
+  case "$py$ROOT" in *[[:space:]\\\"\']*) return 0 ;; esac
+  [ "${#py}" -lt 200 ] || return 0
+  printf '#!%s -IS\n# Written by scripts/_bootstrap.sh: a lean stand-in for the console script pip writes.\nimport sys\nsys.path.insert(0, "%s/src")\nfrom clawshell.__main__ import main\nmain()\n' \
+    "$py" "$ROOT" >"$tmp" || return 0
+  chmod 755 "$tmp" && mv -f "$tmp" "$VENV/bin/clawshell"
 }

@@ -27,7 +27,7 @@ def startup() -> None:
         ws = Path(tmp) / "ws"
         ws.mkdir()
         base_env = dict(os.environ, HOME=str(Path(tmp) / "home"), CLAWSHELL_HOME=str(Path(tmp) / "claw"),
-                        CLAWSHELL_CWD=str(ws))
+                        CLAWSHELL_CWD=str(ws), CLAWSHELL_WARM_IDLE="30")
         (Path(tmp) / "home").mkdir()
         none_home = Path(tmp) / "claw-none"
         (none_home / "config").mkdir(parents=True)
@@ -39,12 +39,17 @@ def startup() -> None:
             "bwrap (cap-drop) bash -c true": (["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                                                "--unshare-all", "--cap-drop", "ALL", "--die-with-parent",
                                                "--new-session", "bash", "-c", "true"], base_env),
-            "clawshell -c true (sandbox=none)": ([CLAW, "-c", "true"], dict(base_env, CLAWSHELL_HOME=str(none_home))),
-            "clawshell -c true (default sandbox)": ([CLAW, "-c", "true"], base_env),
+            "clawshell -c true (sandbox=none, cold)": ([CLAW, "-c", "true"], dict(base_env, CLAWSHELL_WARM="0",
+                                                                                 CLAWSHELL_HOME=str(none_home))),
+            "clawshell -c true (sandbox=none, warm)": ([CLAW, "-c", "true"], dict(base_env,
+                                                                                 CLAWSHELL_HOME=str(none_home))),
+            "clawshell -c true (default, cold)": ([CLAW, "-c", "true"], dict(base_env, CLAWSHELL_WARM="0")),
+            "clawshell -c true (default, warm)": ([CLAW, "-c", "true"], base_env),
         }
-        for argv, env in rows.values():  # warm caches (parser tables, probe, BPF)
+        for argv, env in rows.values():  # warm caches (parser tables, probe, BPF) and start the servers
             for _ in range(2):
                 timed(argv, env, str(ws))
+        time.sleep(2)
         samples: dict[str, list[float]] = {k: [] for k in rows}
         for _ in range(N):  # interleaved so drift hits every row alike
             for name, (argv, env) in rows.items():
@@ -57,6 +62,9 @@ def startup() -> None:
             med = statistics.median(vals)
             p90 = sorted(vals)[int(0.9 * (len(vals) - 1))]
             print(f"{name:40} {med * 1000:10.1f} {p90 * 1000:8.1f} {med / py:9.2f} {med / bw:8.2f}")
+        for home in (base_env["CLAWSHELL_HOME"], str(none_home)):
+            subprocess.run([CLAW, "warm", "stop"], env=dict(base_env, CLAWSHELL_HOME=home), check=False,
+                           stdout=subprocess.DEVNULL)
 
 
 COMMANDS = [

@@ -13,6 +13,18 @@ def main() -> None:
     sys.dont_write_bytecode = False
     import os
 
+    from . import _warmclient
+
+    warm_status = _warmclient.run(sys.argv)
+    if warm_status is not None:  # a warm server ran the call (see clawshell.warm)
+        os._exit(warm_status)
+    if sys.flags.no_site:
+        # Started by the lean launcher (python -I -S, see scripts/_bootstrap.sh), which
+        # skips site-packages for the warm path; running in-process needs them.
+        import site
+
+        site.main()
+
     from . import _dccache
 
     home = os.environ.get("CLAWSHELL_HOME") or os.path.join(os.path.expanduser("~"), ".clawshell")

@@ -59,10 +59,15 @@ def eval_context(workspace: str, start: str, home: Home, session: str,
     )
 
 
+PARENT_PID: int | None = None
+"""The caller's parent pid when a warm-server worker runs the call (its own parent is the server)."""
+
+
 def session_id(option: str | None, environ: Mapping[str, str]) -> str:
     """The session this call belongs to: ``--session``, ``CLAWSHELL_SESSION``, or the
     parent process (an agent calling its shell repeatedly is one session)."""
-    return option or environ.get("CLAWSHELL_SESSION") or f"ppid-{os.getppid()}"
+    parent = PARENT_PID if PARENT_PID is not None else os.getppid()
+    return option or environ.get("CLAWSHELL_SESSION") or f"ppid-{parent}"
 
 
 # --------------------------------------------------------------------------- shell

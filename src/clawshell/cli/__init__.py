@@ -10,13 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .._warmclient import SHELL_NAMES, SUBCOMMANDS
 from ..errors import EXIT_INTERNAL, EXIT_USAGE, ClawshellError, err
-
-SHELL_NAMES = frozenset({"bash", "sh", "zsh", "dash", "clawshell-bash"})
-SUBCOMMANDS = frozenset({
-    "check", "audit", "receipts", "approvals", "approve", "otp", "estop", "doctor",
-    "file", "mcp", "session", "hook", "security", "help", "version",
-})
 
 BASH_VERSION_TEXT = (
     "GNU bash, version {bash} (clawshell {claw})\n"

@@ -25,6 +25,7 @@ LAZY: dict[str, tuple[str, str]] = {
     "session": ("clawshell.cli.integrations", "session"),
     "hook": ("clawshell.cli.integrations", "hook"),
     "security": ("clawshell.cli.security", "security"),
+    "warm": ("clawshell.cli.warm", "warm"),
 }
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase, translate
+from functools import lru_cache
 from typing import Sequence
 
 from ..model import (
@@ -90,8 +91,11 @@ _MEMO_MAX = 16
 
 
 def _glob_union(globs: Sequence[str]) -> re.Pattern[str] | None:
-    if not globs:
-        return None
+    return _glob_union_of(tuple(globs)) if globs else None
+
+
+@lru_cache(maxsize=256)
+def _glob_union_of(globs: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{translate(g)})" for g in globs))
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ..model import CommandRule, Decision, ParseResult
@@ -214,7 +215,12 @@ def _expand_tilde(token: str, home: str) -> str:
 
 
 def compile_pattern(pattern: Sequence[str], home: str) -> tuple[object, ...]:
-    """Compile a rule pattern for :func:`pattern_matches`."""
+    """Compile a rule pattern for :func:`pattern_matches` (memoised: a pure function of its text)."""
+    return _compile_pattern(tuple(pattern), home)
+
+
+@lru_cache(maxsize=2048)
+def _compile_pattern(pattern: tuple[str, ...], home: str) -> tuple[object, ...]:
     out: list[object] = []
     for i, tok in enumerate(pattern):
         if tok == "**":

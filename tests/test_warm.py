@@ -1,0 +1,205 @@
+"""The warm server (clawshell.warm): real servers, real workers, real signals.
+
+Every test here turns the server on for its own home (conftest turns it off for every
+other test) and stops it afterwards.  Whether a call went through the server is told
+by its side effect: under sandbox=none the command's parent is the worker, not the
+clawshell process the test started.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from clawshell import warm
+from clawshell._warmclient import identity, socket_name
+
+from .conftest import CLAWSHELL
+
+
+@pytest.fixture
+def warm_home(clawhome: Path, monkeypatch: pytest.MonkeyPatch):
+    """This test's home with sandbox=none and the warm server on; the server is stopped after."""
+    (clawhome / "config").mkdir(parents=True)
+    (clawhome / "config" / "policy.toml").write_text('[sandbox]\nbackend = "none"\n')
+    monkeypatch.setenv("CLAWSHELL_WARM", "1")
+    monkeypatch.setenv("CLAWSHELL_WARM_IDLE", "60")
+    yield clawhome
+    warm.stop(str(clawhome))
+
+
+def _run(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([CLAWSHELL, *args], cwd=cwd, capture_output=True, timeout=60, **kw)
+
+
+def _start_server(workspace: Path, home: Path) -> None:
+    """Make the first call (it starts the server) and wait until a spare is ready."""
+    _run(["-c", "true"], workspace)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if _served(workspace):
+            return
+        time.sleep(0.1)
+    pytest.fail("the warm server did not come up within 30 s")
+
+
+def _served(workspace: Path) -> bool:
+    """True when a call is run by a warm worker (the command's parent is not our child)."""
+    proc = subprocess.Popen([CLAWSHELL, "-c", "echo $PPID"], cwd=workspace, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    out, _ = proc.communicate(timeout=60)
+    return out.strip() != str(proc.pid).encode()
+
+
+def test_second_call_is_served_warm_with_the_same_result(warm_home: Path, workspace: Path) -> None:
+    _start_server(workspace, warm_home)
+    assert warm.servers(str(warm_home)), "clawshell warm status sees no server"
+    script = 'echo "out $0 $1"; echo err >&2; printf "\\x00\\xff"; exit 3'
+    warm_res = _run(["-c", script, "name", "arg"], workspace)
+    cold_res = _run(["-c", script, "name", "arg"], workspace, env=dict(os.environ, CLAWSHELL_WARM="0"))
+    assert warm_res.returncode == cold_res.returncode == 3
+    assert warm_res.stdout == cold_res.stdout == b"out name arg\n\x00\xff"
+    strip = [line for line in warm_res.stderr.splitlines() if not line.startswith(b"[clawshell receipt]")]
+    assert strip == [b"err"]
+
+
+def test_stdin_cwd_and_umask_are_the_callers(warm_home: Path, workspace: Path) -> None:
+    _start_server(workspace, warm_home)
+    sub = workspace / "sub"
+    sub.mkdir()
+    data = bytes(range(256)) * 1000
+    res = _run(["-c", "cat"], sub, input=data)
+    assert res.returncode == 0 and res.stdout == data
+    res = _run(["-c", "pwd; umask"], sub, preexec_fn=lambda: os.umask(0o027))
+    assert res.stdout.split() == [str(sub).encode(), b"0027"]
+    res = _run(["-s", "x", "y"], workspace, input=b'echo "script $1 $2"\n')
+    assert res.stdout == b"script x y\n"
+
+
+def test_session_and_audit_name_the_callers_parent(warm_home: Path, workspace: Path) -> None:
+    _start_server(workspace, warm_home)
+    assert _run(["-c", "echo audited"], workspace).returncode == 0
+    out = subprocess.run([CLAWSHELL, "audit", "--last", "1", "--json"], capture_output=True, check=True,
+                         env=dict(os.environ, CLAWSHELL_WARM="0")).stdout
+    entries = json.loads(out) if out.strip().startswith(b"[") else [json.loads(x) for x in out.splitlines()]
+    entry = entries[-1]
+    body = entry["body"]
+    assert body.get("command") == "echo audited"
+    assert body.get("session") == f"ppid-{os.getpid()}"
+
+
+def test_signals_reach_the_command(warm_home: Path, workspace: Path) -> None:
+    _start_server(workspace, warm_home)
+    proc = subprocess.Popen([CLAWSHELL, "-c", 'trap "echo got-term; exit 7" TERM; echo ready; '
+                             'sleep 30 & wait'], cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"ready\n"
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=30)
+    assert b"got-term" in rest
+    assert proc.returncode == 7
+
+
+def test_a_killed_caller_takes_its_command_down(warm_home: Path, workspace: Path) -> None:
+    _start_server(workspace, warm_home)
+    marker = workspace / "after"
+    proc = subprocess.Popen([CLAWSHELL, "-c", "echo ready; sleep 3; touch after"], cwd=workspace,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"ready\n"
+    proc.kill()
+    proc.wait(timeout=10)
+    time.sleep(5)
+    assert not marker.exists()  # the worker hung up on the command when its caller died
+
+
+def _no_new_privs() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        os._exit(99)
+
+
+def test_a_confined_caller_is_refused_and_runs_in_process(warm_home: Path, workspace: Path) -> None:
+    _start_server(workspace, warm_home)
+    proc = subprocess.Popen([CLAWSHELL, "-c", "echo $PPID"], cwd=workspace, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, preexec_fn=_no_new_privs)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert out.strip() == str(proc.pid).encode()  # ran in the caller's own process
+
+
+@pytest.mark.parametrize("backend", ["auto", "landlock"])
+def test_the_socket_is_out_of_reach_of_a_sandboxed_command(clawhome: Path, workspace: Path, backend: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """bwrap (own network namespace) and Landlock alone (ABI >= 6 abstract-socket scope):
+    connecting to the server's name from inside the sandbox fails."""
+    if backend == "landlock":
+        from clawshell.sandbox._landlock_sys import abi_version
+
+        if abi_version() < 6:
+            pytest.skip(f"Landlock ABI {abi_version()} has no abstract-socket scope (needs 6)")
+    (clawhome / "config").mkdir(parents=True)
+    (clawhome / "config" / "policy.toml").write_text(f'[sandbox]\nbackend = "{backend}"\n')
+    monkeypatch.setenv("CLAWSHELL_WARM", "1")
+    monkeypatch.setenv("CLAWSHELL_WARM_IDLE", "60")
+    try:
+        _run(["-c", "true"], workspace)
+        name = socket_name(identity(os.environ))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(name)
+                break
+            except OSError:
+                time.sleep(0.1)
+            finally:
+                probe.close()
+        else:
+            pytest.fail("the warm server did not come up")
+        # (probe reached it from outside; now the same connect from inside the sandbox)
+        code = ("import socket,sys\n"
+                f"try:\n    socket.socket(socket.AF_UNIX).connect({name!r})\n"
+                "except OSError as e:\n    print('refused', e.errno); sys.exit(0)\n"
+                "print('connected')\n")
+        script = workspace / "probe.py"
+        script.write_text(code)
+        res = _run(["-c", "python3 probe.py || /usr/bin/env python3 probe.py"], workspace)
+        assert b"refused" in res.stdout, (res.stdout, res.stderr)
+        assert b"connected" not in res.stdout
+    finally:
+        warm.stop(str(clawhome))
+
+
+def test_warm_status_and_stop(warm_home: Path, workspace: Path) -> None:
+    _start_server(workspace, warm_home)
+    env = dict(os.environ, CLAWSHELL_WARM="0")
+    status = subprocess.run([CLAWSHELL, "warm", "status", "--json"], capture_output=True, env=env, check=True)
+    listed = json.loads(status.stdout)
+    assert [s["home"] for s in listed] == [str(warm_home)]
+    stopped = subprocess.run([CLAWSHELL, "warm", "stop"], capture_output=True, env=env, check=True)
+    assert stopped.stdout.startswith(b"stopped 1 warm server")
+    deadline = time.monotonic() + 10
+    while warm.servers(str(warm_home)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert warm.servers(str(warm_home)) == []
+    # the next call runs in-process (and starts a new server)
+    proc = subprocess.Popen([CLAWSHELL, "-c", "echo $PPID"], cwd=workspace, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    out, _ = proc.communicate(timeout=60)
+    assert out.strip() == str(proc.pid).encode()
+
+
+def test_off_switch_never_starts_a_server(clawhome: Path, workspace: Path) -> None:
+    for _ in range(3):
+        assert _run(["-c", "true"], workspace).returncode == 0
+    time.sleep(1)
+    assert warm.servers(str(clawhome)) == []
