@@ -232,3 +232,39 @@ def test_a_quiet_stream_is_flushed_so_prompts_show_before_the_command_ends() -> 
     assert res.status == 0
     assert got[0][1] == b"Continue? [y/N] " and got[0][0] - t0 < 1.0
     assert b"".join(c for _, c in got) == b"Continue? [y/N] done\n"
+
+
+def test_a_prejoined_cgroup_bounds_the_run_and_is_pruned_later(tmp_path: Path) -> None:
+    """runner.prejoin_cgroup (a warm spare's move, made while idle): the run adopts it,
+    its pids limit holds a fork bomb, the tree dies, and the cgroup goes with its owner."""
+    parent = "/sys/fs/cgroup/pids"
+    if not (os.path.isfile(os.path.join(parent, "cgroup.procs")) and os.access(parent, os.W_OK)):
+        pytest.skip("no writable cgroup v1 pids hierarchy on this host")
+    code = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(Path(runner.__file__).parents[1])!r})
+        from clawshell import runner
+        from clawshell.model import LaunchPlan
+        path = runner.prejoin_cgroup({parent!r})
+        assert path, "prejoin failed"
+        print(path, flush=True)
+        plan = LaunchPlan(argv=("bash", "-c", ":(){{ :|:& }};: ; sleep 30"), env=(("PATH", "/usr/bin:/bin"),),
+                          cwd="/", layers=(), preexec=(("cgroup", ({parent!r}, 64)),), timeout=4.0)
+        r = runner.run(plan)
+        print(open(os.path.join(path, "pids.max")).read().strip(), flush=True)
+        print(r.status, r.timed_out, flush=True)
+    """)
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert time.monotonic() - t0 < 30
+    lines = proc.stdout.decode().split("\n")
+    path, limit = lines[0], lines[1]
+    assert os.path.dirname(path) == parent and os.path.basename(path).startswith("clawshell-"), path
+    assert limit == "65"  # the plan's 64, plus the adopting process itself
+    assert b"Resource temporarily unavailable" in proc.stderr or b"fork" in proc.stderr, proc.stderr[-500:]
+    time.sleep(0.3)
+    leftovers = subprocess.run(["pgrep", "-c", "-f", r"^bash -c :\(\)"], capture_output=True).stdout.strip()
+    assert leftovers in (b"0", b"")
+    # its owner is gone: the next run under this parent prunes it
+    runner._prune_cgroups(parent)
+    assert not os.path.exists(path)

@@ -48,6 +48,9 @@ from .errors import SandboxUnavailableError
 from .model import LaunchPlan, RunResult
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+PREJOINED_CGROUP: str | None = None
+"""A per-run pids cgroup this process already moved itself into (see :func:`prejoin_cgroup`)."""
 """Signals relayed to the child."""
 
 _CHUNK = 65536
@@ -177,17 +180,28 @@ def _children(pid: int) -> list[int]:
 
 
 def _cgroup_pids(cgroup: str) -> list[int]:
+    """Members of ``cgroup`` other than this process (which may be one: see prejoin_cgroup)."""
+    me = os.getpid()
     try:
         with open(os.path.join(cgroup, "cgroup.procs"), "rb") as fh:
-            return [int(x) for x in fh.read().split()]
+            return [pid for pid in map(int, fh.read().split()) if pid != me]
     except OSError:
         return []
 
 
-def _kill_cgroup(cgroup: str) -> None:
-    """Kill every process in ``cgroup`` (cgroup v2 ``cgroup.kill`` or a freeze-and-kill loop)."""
+def _member(cgroup: str) -> bool:
+    """True when this process is in ``cgroup`` (its cgroup.kill would kill us too)."""
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "rb") as fh:
+            return str(os.getpid()).encode() in fh.read().split()
+    except OSError:
+        return False
+
+
+def _kill_cgroup(cgroup: str, *, includes_self: bool = False) -> None:
+    """Kill every process in ``cgroup`` but this one (cgroup v2 ``cgroup.kill`` or a kill loop)."""
     kill_file = os.path.join(cgroup, "cgroup.kill")
-    if os.path.exists(kill_file):
+    if not includes_self and os.path.exists(kill_file) and not _member(cgroup):
         try:
             with open(kill_file, "w") as fh:
                 fh.write("1")
@@ -314,6 +328,7 @@ class _Resources:
 
     def __init__(self, steps: tuple[tuple[str, object], ...]):
         self.cgroup: str | None = None
+        self.cgroup_inherited = False
         self.watchdog: int | None = None
         self.cleanup: list[str] = []
         self.remove_if_empty: list[str] = []
@@ -328,7 +343,11 @@ class _Resources:
                 self.pid_namespace = True
             if kind == "cgroup":
                 parent, limit = data  # type: ignore[misc]
-                self.cgroup = self._make_cgroup(parent, limit)
+                self.cgroup = self._adopt_prejoined(parent, limit)
+                if self.cgroup is not None:
+                    self.cgroup_inherited = True
+                else:
+                    self.cgroup = self._make_cgroup(parent, limit)
                 if self.cgroup is None:
                     self.watchdog = limit
             elif kind == "pids_watchdog":
@@ -339,6 +358,23 @@ class _Resources:
                 self.remove_if_empty.append(data)  # type: ignore[arg-type]
             elif kind == "placeholders":
                 self._make_placeholders(*data)  # type: ignore[misc]
+
+    @staticmethod
+    def _adopt_prejoined(parent: str, limit: int) -> str | None:
+        """The cgroup this process pre-joined, if it is under ``parent``: the child is
+        born in it (no migration on the caller's clock).  Used once."""
+        global PREJOINED_CGROUP
+        path, PREJOINED_CGROUP = PREJOINED_CGROUP, None
+        if path is None or os.path.dirname(path) != parent.rstrip("/"):
+            if path is not None:
+                _rmdir_quiet(path)  # fails while we are in it; pruned once we are gone
+            return None
+        try:
+            with open(os.path.join(path, "pids.max"), "w") as fh:
+                fh.write(str(limit + 1))  # this process is a member too
+        except OSError:
+            return None
+        return path
 
     @classmethod
     def _make_cgroup(cls, parent: str, limit: int) -> str | None:
@@ -378,7 +414,9 @@ class _Resources:
 
     def release(self) -> None:
         """Undo everything (after the tree is dead)."""
-        if self.cgroup:
+        if self.cgroup and self.cgroup_inherited:
+            _kill_cgroup(self.cgroup, includes_self=True)  # removed by a later run's prune
+        elif self.cgroup:
             _kill_cgroup(self.cgroup)
             for _ in range(50):
                 if _rmdir_quiet(self.cgroup):
@@ -471,6 +509,27 @@ def _signal_namespace_command(sandbox_pid: int, signum: int) -> bool:
     return hit
 
 
+def prejoin_cgroup(parent: str) -> str | None:
+    """Make a per-run cgroup under ``parent`` and move this process into it, now.
+
+    A cgroup v1 migration waits for an RCU grace period (5-15 ms here).  A warm-server
+    spare (clawshell.warm) calls this while idle; the run it then serves adopts the
+    cgroup (``pids.max`` set to the plan's limit, plus one for this process), so its
+    child is born inside and nothing is migrated while the caller waits.
+    """
+    global PREJOINED_CGROUP
+    path = _Resources._make_cgroup(parent, 1 << 16)
+    if path is None:
+        return None
+    try:
+        _join_cgroup(path, os.getpid())
+    except OSError:
+        _rmdir_quiet(path)
+        return None
+    PREJOINED_CGROUP = path
+    return path
+
+
 def _join_cgroup(path: str, pid: int) -> None:
     """Move process ``pid`` into the run's cgroup."""
     fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
@@ -530,9 +589,9 @@ def _run(plan: LaunchPlan, exe: str, res: _Resources, stdout_filter: StreamFilte
     # execs only once the parent says the move is done, so nothing it starts can be
     # outside the cgroup.
     go_r = go_w = -1
-    if cgroup:
+    if cgroup and not res.cgroup_inherited:
         go_r, go_w = os.pipe()
-    if steps or cgroup:
+    if steps or go_r >= 0:
         def preexec_fn() -> None:
             if go_w >= 0:
                 os.close(go_w)
@@ -594,7 +653,7 @@ def _run(plan: LaunchPlan, exe: str, res: _Resources, stdout_filter: StreamFilte
                 os.setpgid(pid, pid)  # also in the parent: no race with killpg
             except OSError:
                 pass
-        if cgroup:
+        if go_r >= 0:
             os.close(go_r)
             try:
                 _join_cgroup(cgroup, pid)

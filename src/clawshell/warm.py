@@ -44,7 +44,7 @@ PRELOAD = (
     "clawshell.sandbox.bwrap", "clawshell.sandbox.helper", "clawshell.leaks", "clawshell.approval.otp",
     "clawshell.approval.queue", "clawshell.approval.estop",
     "ast", "ctypes", "datetime", "fcntl", "fnmatch", "hashlib", "hmac", "json", "pickle", "platform",
-    "select", "signal", "sqlite3", "struct",
+    "select", "signal", "sqlite3", "struct", "encodings.ascii", "encodings.latin_1",
 )
 """Modules imported once in the server so workers start with them loaded."""
 
@@ -76,13 +76,15 @@ def _prime() -> None:
     current text is kept: each call loads the policy and resolves paths afresh.
     """
     from .home import Home
-    from .pipeline import eval_context, judge
+    from .pipeline import _bookkeeping_files, eval_context, judge, known_secrets
     from .policy.loader import load_policy_and_hash
 
     home = Home.from_env()
     try:
         policy, _hash = load_policy_and_hash(home, "/", os.environ.get("CLAWSHELL_POLICY"))
         judge("true", policy, eval_context("/", "/", home, "warm", os.environ), home)
+        known_secrets(policy, os.environ)  # the environment allow-list's patterns
+        _bookkeeping_files("true")
     except Exception:  # a broken policy is reported by the worker, to the caller
         from .shellparse import parse
 
@@ -185,6 +187,7 @@ def _spare(sock: object, note_w: int, ident: str) -> None:
         _prime()  # touch the memory a call uses now, not while the caller waits
     except Exception:
         pass
+    _prejoin_cgroup()
     while True:
         try:
             conn, _ = sock.accept()  # type: ignore[attr-defined]
@@ -201,6 +204,23 @@ def _spare(sock: object, note_w: int, ident: str) -> None:
         pass
     os.close(note_w)
     _worker(conn, ident)
+
+
+def _prejoin_cgroup() -> None:
+    """On cgroup v1, move this spare into its call's pids cgroup now (see runner.prejoin_cgroup).
+
+    Only where the planner's parent cannot depend on our own cgroup (v1's fixed
+    ``/sys/fs/cgroup/pids``); a run whose plan names another parent ignores it.
+    """
+    from . import runner
+    from .sandbox.probe import pids_cgroup_parent
+
+    try:
+        parent = pids_cgroup_parent()
+    except Exception:
+        return
+    if parent == "/sys/fs/cgroup/pids":
+        runner.prejoin_cgroup(parent)
 
 
 def _set_parent_death_signal(sig: int) -> None:
