@@ -203,3 +203,13 @@ def test_off_switch_never_starts_a_server(clawhome: Path, workspace: Path) -> No
         assert _run(["-c", "true"], workspace).returncode == 0
     time.sleep(1)
     assert warm.servers(str(clawhome)) == []
+
+
+def test_doctor_reports_the_warm_server(warm_home: Path, workspace: Path) -> None:
+    env = dict(os.environ, CLAWSHELL_WARM="0")
+    off = json.loads(subprocess.run([CLAWSHELL, "doctor", "--json"], capture_output=True, env=env).stdout)
+    assert off["warm_server"] == {"enabled": False, "spawn": False, "running": []}
+    _start_server(workspace, warm_home)
+    on = json.loads(subprocess.run([CLAWSHELL, "doctor", "--json"], capture_output=True).stdout)
+    assert on["warm_server"]["enabled"] and on["warm_server"]["running"] == [
+        pid for pid, _home in warm.servers(str(warm_home))]

@@ -33,7 +33,14 @@ def _report(policy_selector: str | None, cwd: str | None) -> dict[str, object]:
         policy_note = f"policy not loaded ({exc.__class__.__name__}: {exc}); showing the built-in defaults"
     cgroup = pids_cgroup_parent()
     enforce = describe_enforcement(policy, probe, cgroup)
+    from .._warmclient import OFF_VALUES
+    from ..warm import servers
+
+    warm_setting = os.environ.get("CLAWSHELL_WARM", "1").strip().lower()
     return {
+        "warm_server": {"enabled": warm_setting not in OFF_VALUES,
+                        "spawn": warm_setting not in OFF_VALUES and warm_setting != "no-spawn",
+                        "running": [pid for pid, _home in servers(home.root)]},
         "kernel": os.uname().release,
         "euid": os.geteuid(),
         "landlock_abi": probe.landlock_abi,
@@ -57,6 +64,15 @@ def _words(rep: dict[str, object]) -> str:
              f"bwrap:    {rep['bwrap'] + ' (namespaces usable)' if rep['bwrap'] else 'unusable'}",
              f"pids:     {rep['pids_cgroup'] or 'no writable pids cgroup (watchdog instead)'}"]
     lines += [f"  note: {n}" for n in rep["notes"]]  # type: ignore[attr-defined]
+    warm = rep["warm_server"]
+    if not warm["enabled"]:  # type: ignore[index]
+        lines.append("warm:     off (CLAWSHELL_WARM); every call starts in-process")
+    else:
+        running = warm["running"]  # type: ignore[index]
+        state = f"running (pid {', '.join(map(str, running))})" if running else "not running"
+        lines.append(f"warm:     {state}; " + ("the next call starts one" if warm["spawn"] and not running  # type: ignore[index]
+                                                else "calls without a terminal use it" if running
+                                                else "not started automatically (CLAWSHELL_WARM=no-spawn)"))
     pol = rep["policy"]
     run = rep["default_run"]
     lines.append("")
