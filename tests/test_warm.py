@@ -213,3 +213,30 @@ def test_doctor_reports_the_warm_server(warm_home: Path, workspace: Path) -> Non
     on = json.loads(subprocess.run([CLAWSHELL, "doctor", "--json"], capture_output=True).stdout)
     assert on["warm_server"]["enabled"] and on["warm_server"]["running"] == [
         pid for pid, _home in warm.servers(str(warm_home))]
+
+
+@pytest.mark.parametrize("args", [
+    ["-c", "-l", "echo hi"],                       # Claude Code's shape
+    ["-lc", 'echo "$0" "$#"'],                     # Codex's
+    ["-c", 'echo "$@"', "zero", "one", "two"],
+    ["-o", "pipefail", "-c", "false | true; echo $?"],
+    ["-e", "-c", "false; echo never"],
+    ["--version"],
+])
+def test_agent_shapes_as_bash_match_in_process(warm_home: Path, workspace: Path, tmp_path: Path,
+                                                args: list[str]) -> None:
+    """Installed as `bash` (multi-call), a warm call prints, fails and exits like an in-process one."""
+    bindir = tmp_path / "clawbin"
+    bindir.mkdir()
+    (bindir / "bash").symlink_to(CLAWSHELL)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    _start_server(workspace, warm_home)
+    assert _served(workspace)
+
+    def run(extra: dict[str, str]) -> tuple[int, bytes, list[bytes]]:
+        res = subprocess.run([str(bindir / "bash"), *args], cwd=workspace, capture_output=True, timeout=60,
+                             env=dict(env, **extra))
+        err = [line for line in res.stderr.splitlines() if not line.startswith(b"[clawshell receipt]")]
+        return res.returncode, res.stdout, err
+
+    assert run({}) == run({"CLAWSHELL_WARM": "0"})
