@@ -12,8 +12,9 @@ leak scan and audit entry.  Nothing is cached between calls except imported code
 Trust: the socket is an abstract unix socket, so a command confined by bwrap (own
 network namespace) or Landlock ABI >= 6 (abstract-socket scope) cannot reach it; the
 worker refuses a peer of another uid and a peer the kernel shows as confined
-(no_new_privs or a seccomp filter), and re-checks the caller's identity string (home,
-interpreter, code version).  A refused caller simply runs in-process.
+(no_new_privs, which every clawshell sandbox sets), and re-checks the caller's
+identity string (home, interpreter, code version).  A refused caller simply runs
+in-process.
 
 If the caller dies mid-command (the agent killed it), the worker forwards SIGHUP to the
 command and, if it is still running two seconds later, dies itself, which ends a bwrap
@@ -244,13 +245,19 @@ def _reap(children: set[int]) -> None:
 
 
 def _confined(pid: int) -> bool:
-    """True when the kernel shows ``pid`` under no_new_privs or a seccomp filter (or we cannot tell)."""
+    """True when the kernel shows ``pid`` under no_new_privs (or we cannot tell).
+
+    Every clawshell sandbox sets no_new_privs (Landlock and seccomp need it), and it is
+    inherited and irreversible, so a nested caller always shows it.  A seccomp filter
+    alone is not a sign of ours: container runtimes install one on every process, and
+    refusing those would turn the warm server off in every container.
+    """
     try:
         with open(f"/proc/{pid}/status", "rb") as fh:
             status = fh.read()
     except OSError:
         return True
-    return b"\nNoNewPrivs:\t0" not in status or b"\nSeccomp:\t0" not in status
+    return b"\nNoNewPrivs:\t0" not in status
 
 
 def _receive(conn: object) -> tuple[list[int], bytes] | None:
