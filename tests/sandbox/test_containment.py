@@ -35,6 +35,21 @@ def test_layers_really_in_force_are_reported(box: Box) -> None:
     assert res.result.layers == expected
 
 
+def test_rlimits_and_capability_sets_are_applied(box: Box) -> None:
+    res = box.run("ulimit -S -n; ulimit -H -n; ulimit -c; ulimit -f; ulimit -v; "
+                  "grep -E '^Cap(Inh|Bnd|Amb):' /proc/self/status")
+    assert res.status == 0, res.text
+    lines = res.out.decode().splitlines()
+    # nofile soft/hard 16384, core 0, fsize 16 GiB and address space 64 GiB in KiB
+    assert lines[:5] == ["16384", "16384", "0", str(16 << 20), str(64 << 20)]
+    caps = dict(line.split(":\t") for line in lines[5:])
+    assert caps["CapInh"] == caps["CapAmb"] == "0000000000000000"
+    if box.mode == "landlock":
+        # Inside bwrap the helper has no CAP_SETPCAP left to empty the bounding set
+        # with; no_new_privs keeps execve from granting anything from it.
+        assert caps["CapBnd"] == "0000000000000000"
+
+
 @pytest.mark.parametrize("action", [
     "echo pwned > {outside}/new.txt",
     "echo pwned >> {outside}/target.txt",

@@ -10,7 +10,7 @@ from clawshell.sandbox import bwrap as bw
 from clawshell.sandbox import helper
 from clawshell.sandbox.landlock import (DEVICE_RW, FILE_RIGHTS, NET_BIND_TCP, NET_CONNECT_TCP, READ, READ_NOEXEC,
                                         REFER, SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL, TRUNCATE, WRITE, FsView,
-                                        Grants, cover, handled_fs, plan_ruleset)
+                                        Grants, cover, drop_covered, handled_fs, plan_ruleset)
 
 
 class FakeFs:
@@ -102,6 +102,26 @@ def test_existing_git_keeps_everything_but_hooks_and_config_writable() -> None:
                 "/ws/main.c").view()
     assert cover("/ws", WRITE, ["/ws/.git/hooks", "/ws/.git/config"], fs) == [
         (WRITE & FILE_RIGHTS, "/ws/.git/HEAD"), (WRITE, "/ws/.git/objects"), (WRITE & FILE_RIGHTS, "/ws/main.c")]
+
+
+def test_rules_an_ancestor_already_grants_are_dropped() -> None:
+    rules = [(READ, "/usr"), (READ, "/usr/bin"), (READ_NOEXEC & FILE_RIGHTS, "/usr/lib/os-release"),
+             (WRITE, "/usr/local"), (READ, "/usrx"), (READ_NOEXEC, "/etc/ssl/certs"), (WRITE, "/tmp"),
+             (WRITE, "/tmp/ws"), (READ, "/tmp/ws/sub"), (DEVICE_RW, "/dev/pts")]
+    assert drop_covered(rules) == (
+        (READ, "/usr"), (WRITE, "/usr/local"), (READ, "/usrx"), (READ_NOEXEC, "/etc/ssl/certs"), (WRITE, "/tmp"),
+        (DEVICE_RW, "/dev/pts"))
+    # Rights are the union over every ancestor, not only the nearest one.
+    assert drop_covered([(READ_FILE_ONLY, "/a"), (READ_DIR_ONLY, "/a/b"), (READ_NOEXEC, "/a/b/c")]) == (
+        (READ_FILE_ONLY, "/a"), (READ_DIR_ONLY, "/a/b"))
+    # A hole split never leaves the split directory itself as a rule: nothing to drop.
+    fs = FakeFs(*HOME).view()
+    split = cover("/home/u", READ, ["/home/u/.ssh"], fs)
+    assert drop_covered(split) == tuple(split)
+
+
+READ_FILE_ONLY = READ_NOEXEC & FILE_RIGHTS
+READ_DIR_ONLY = READ_NOEXEC & ~FILE_RIGHTS
 
 
 @pytest.mark.parametrize("abi,fs_mask,net,scoped", [

@@ -592,7 +592,7 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
         writes = [spec.workspace, tmpdir, *spec.writable]
 
     if use_ll:
-        from .landlock import WRITE, Grants, plan_ruleset
+        from .landlock import WRITE, Grants, drop_covered, plan_ruleset
 
         # With bwrap the mounts keep protected paths read-only, except a protected path
         # that is a symlink: a mount lands on its target, so the link itself could be
@@ -602,14 +602,14 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
                         devices=DEVICES, hidden=tuple(hidden), protected=tuple(ll_protected),
                         network=spec.network)
         ll = plan_ruleset(probe.landlock_abi, grants, _fs_view())
-        rules = list(ll.rules) + [(WRITE & ll.handled_fs, p) for p in writes_exact]
+        rules = drop_covered([*ll.rules, *((WRITE & ll.handled_fs, p) for p in writes_exact)])
         helper_steps.append(("landlock", (ll.abi, ll.handled_fs, ll.handled_net, ll.scoped, ll.restrict_flags,
                                           tuple(rules), ll.ports)))
     helper_steps.append(("drop_caps", None))
 
     if use_bwrap:
         from . import bwrap as bw
-        from .helper import encode_steps
+        from .helper import refresh_bytecode, script_command
 
         if bpf:
             helper_steps.append(("seccomp", bw.SECCOMP_DEST))
@@ -634,7 +634,8 @@ def plan(spec: SandboxSpec, argv: Sequence[str], probe: HostProbe) -> LaunchPlan
             protected=tuple(existing_prot),
             placeholders=tuple(missing_prot), hidden_dirs=tuple(hidden_dirs), hidden_files=tuple(hidden_files),
             seccomp_bpf=bpf, network=spec.network, cwd=spec.cwd)
-        helper_cmd = [sys.executable, "-I", "-S", helper_py, *encode_steps(tuple(helper_steps))]
+        refresh_bytecode()
+        helper_cmd = script_command(sys.executable, tuple(helper_steps))
         full = bw.build_argv(layout, helper_cmd, argv)
         if missing_prot:
             import hashlib

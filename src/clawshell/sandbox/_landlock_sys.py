@@ -1,4 +1,4 @@
-"""ctypes plumbing for the calls that restrict a process: Landlock, prctl, capset, seccomp.
+"""Raw-call plumbing for the calls that restrict a process: Landlock, prctl, capset, seccomp.
 
 Syscall numbers, struct layouts, flag values and an errno -> explanation table live
 here, with a small API on top (``abi_version``, ``Ruleset``, ``set_no_new_privs``,
@@ -6,15 +6,21 @@ here, with a small API on top (``abi_version``, ``Ruleset``, ``set_no_new_privs`
 restrict: ``landlock.py`` and ``seccomp.py`` plan, ``helper.py`` applies.
 
 The module must import fast and stand alone: ``helper.py`` runs it inside bwrap from
-``python -I -S`` without the clawshell package on ``sys.path``.
+``python -I -S`` without the clawshell package on ``sys.path``, once per sandboxed
+command.  So it calls libc through ``_ctypes``, the C core of ``ctypes``, and not the
+``ctypes`` package: importing that package costs ~5 ms (it builds dozens of types and
+a test callback), ``_ctypes`` ~1 ms.  What is used of ``_ctypes`` is what
+``ctypes.CDLL`` itself is built on (``dlopen``, ``CFuncPtr``, ``_SimpleCData``,
+``get_errno``).  Structs are passed as ``bytes`` packed by hand (the ``struct``
+module is another import), in native byte order; the layouts are written next to
+each one.  ``posix`` stands in for ``os`` (built in; ``os`` is not loaded by
+``python -S`` and costs ~2 ms more), and there is no ``from __future__`` import.
 """
 
-from __future__ import annotations
-
-import ctypes
+import _ctypes
 import errno
-import os
-
+import posix
+import sys
 
 # ------------------------------------------------------------------ Landlock (linux/landlock.h)
 
@@ -78,24 +84,6 @@ _LANDLOCK_NR = {"alpha": (554, 555, 556)}
 _LANDLOCK_DEFAULT_NR = (444, 445, 446)  # unified syscall table: every other architecture
 
 
-class RulesetAttr(ctypes.Structure):
-    """struct landlock_ruleset_attr (size depends on the ABI: 8, 16 or 24 bytes)."""
-
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
-
-
-class PathBeneathAttr(ctypes.Structure):
-    """struct landlock_path_beneath_attr (packed)."""
-
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-class NetPortAttr(ctypes.Structure):
-    """struct landlock_net_port_attr."""
-
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
 
 
 ERRNO_EXPLANATIONS = {
@@ -130,41 +118,92 @@ LINUX_CAPABILITY_VERSION_3 = 0x20080522
 CAP_LAST_CAP_FALLBACK = 40
 
 
-class SockFilter(ctypes.Structure):
-    """struct sock_filter: one classic BPF instruction (8 bytes)."""
+# ------------------------------------------------------------------ calling libc
 
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-
-class SockFprog(ctypes.Structure):
-    """struct sock_fprog: length and pointer to the instructions."""
-
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+_MACHINE = posix.uname().machine
+_BYTEORDER = sys.byteorder
 
 
-class CapHeader(ctypes.Structure):
-    """struct __user_cap_header_struct."""
+class _Long(_ctypes._SimpleCData):
+    """C ``long``: what ``syscall(2)`` returns."""
 
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class CapData(ctypes.Structure):
-    """struct __user_cap_data_struct (two of them for version 3)."""
-
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+    _type_ = "l"
 
 
-_libc: ctypes.CDLL | None = None
+class _Int(_ctypes._SimpleCData):
+    """C ``int``."""
+
+    _type_ = "i"
 
 
-def libc() -> ctypes.CDLL:
-    """The C library, loaded once, with errno capture."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-        _libc.prctl.restype = ctypes.c_int
-    return _libc
+class _Word(_ctypes._SimpleCData):
+    """A register-wide argument (``void *``): an int (negative ones sign-extended),
+    ``bytes`` or a buffer (passed by address), ``None`` (NULL)."""
+
+    _type_ = "P"
+
+
+class _Char(_ctypes._SimpleCData):
+    """C ``char``, for writable byte buffers."""
+
+    _type_ = "c"
+
+
+_POINTER_SIZE = _ctypes.sizeof(_Word)
+
+
+class _Libc:
+    """The C library as ``CFuncPtr`` wants it: an object with a ``dlopen`` handle."""
+
+    _handle = 0
+
+
+_functions: dict[str, object] = {}
+
+
+def _function(name: str, restype: type, argtypes: tuple[type, ...]) -> object:
+    """libc's ``name`` (once looked up, kept); errno is captured after every call.
+
+    ``argtypes`` convert the arguments in C, and a call must pass all of them.
+    """
+    func = _functions.get(name)
+    if func is None:
+        if not _Libc._handle:
+            _Libc._handle = _ctypes.dlopen(None, _ctypes.RTLD_LOCAL)
+
+        class _Func(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+            _restype_ = restype
+            _argtypes_ = argtypes
+
+        func = _functions[name] = _Func((name, _Libc))
+    return func
+
+
+def syscall(nr: int, a1: object = 0, a2: object = 0, a3: object = 0, a4: object = 0, a5: object = 0) -> int:
+    """``syscall(nr, ...)`` with every argument register-wide (``_Word``; unused ones
+    are 0: the C library loads them all anyway).  Returns the result, -1 with
+    ``get_errno()`` set on failure."""
+    return _function("syscall", _Long, (_Long, _Word, _Word, _Word, _Word, _Word))(  # type: ignore[operator]
+        nr, a1, a2, a3, a4, a5)
+
+
+def prctl(option: int, a2: object = 0, a3: object = 0, a4: object = 0, a5: object = 0) -> int:
+    """``prctl(2)`` (its variadic arguments are read as unsigned long: ``_Word``); -1 with
+    ``get_errno()`` set on failure."""
+    return _function("prctl", _Int, (_Int, _Word, _Word, _Word, _Word))(option, a2, a3, a4, a5)  # type: ignore[operator]
+
+
+def get_errno() -> int:
+    """errno as the last libc call through this module left it."""
+    return _ctypes.get_errno()
+
+
+def _u64(*values: int) -> bytes:
+    return b"".join(v.to_bytes(8, _BYTEORDER) for v in values)
+
+
+# ------------------------------------------------------------------ Landlock calls
 
 
 class LandlockError(OSError):
@@ -172,19 +211,18 @@ class LandlockError(OSError):
 
 
 def _fail(call: str) -> LandlockError:
-    err = ctypes.get_errno()
-    why = ERRNO_EXPLANATIONS.get(err, os.strerror(err))
-    return LandlockError(err, f"{call}: {os.strerror(err)} ({why})")
+    err = _ctypes.get_errno()
+    why = ERRNO_EXPLANATIONS.get(err, posix.strerror(err))
+    return LandlockError(err, f"{call}: {posix.strerror(err)} ({why})")
 
 
 def _numbers() -> tuple[int, int, int]:
-    return _LANDLOCK_NR.get(os.uname().machine, _LANDLOCK_DEFAULT_NR)
+    return _LANDLOCK_NR.get(_MACHINE, _LANDLOCK_DEFAULT_NR)
 
 
 def abi_version() -> int:
     """The Landlock ABI this kernel offers; 0 when Landlock is missing or disabled."""
-    nr = _numbers()[0]
-    res = libc().syscall(ctypes.c_long(nr), None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
+    res = syscall(_numbers()[0], None, 0, CREATE_RULESET_VERSION)
     return int(res) if res > 0 else 0
 
 
@@ -202,49 +240,50 @@ class Ruleset:
 
     def __init__(self, abi: int, handled_fs: int, handled_net: int = 0, scoped: int = 0):
         self.abi = abi
-        attr = RulesetAttr(handled_fs, handled_net, scoped)
-        nr = _numbers()[0]
-        fd = libc().syscall(ctypes.c_long(nr), ctypes.byref(attr), ctypes.c_size_t(attr_size(abi)),
-                            ctypes.c_uint32(0))
+        # struct landlock_ruleset_attr {u64 handled_access_fs, handled_access_net, scoped;},
+        # cut to the size the ABI defines.
+        size = attr_size(abi)
+        attr = _u64(handled_fs, handled_net, scoped)[:size]
+        self._create, self._add, self._restrict = _numbers()
+        fd = syscall(self._create, attr, size, 0)
         if fd < 0:
             raise _fail("landlock_create_ruleset")
         self.fd = int(fd)
 
     def add_path(self, path_fd: int, access: int) -> None:
         """Allow ``access`` beneath the file or directory open as ``path_fd`` (O_PATH)."""
-        attr = PathBeneathAttr(access, path_fd)
-        res = libc().syscall(ctypes.c_long(_numbers()[1]), ctypes.c_int(self.fd), ctypes.c_int(RULE_PATH_BENEATH),
-                             ctypes.byref(attr), ctypes.c_uint32(0))
-        if res < 0:
+        # struct landlock_path_beneath_attr {u64 allowed_access; s32 parent_fd;} __packed
+        attr = access.to_bytes(8, _BYTEORDER) + path_fd.to_bytes(4, _BYTEORDER, signed=True)
+        if syscall(self._add, self.fd, RULE_PATH_BENEATH, attr, 0) < 0:
             raise _fail("landlock_add_rule(path_beneath)")
 
     def add_port(self, port: int, access: int) -> None:
         """Allow ``access`` (bind/connect) on TCP ``port``."""
-        attr = NetPortAttr(access, port)
-        res = libc().syscall(ctypes.c_long(_numbers()[1]), ctypes.c_int(self.fd), ctypes.c_int(RULE_NET_PORT),
-                             ctypes.byref(attr), ctypes.c_uint32(0))
-        if res < 0:
+        # struct landlock_net_port_attr {u64 allowed_access; u64 port;}
+        if syscall(self._add, self.fd, RULE_NET_PORT, _u64(access, port), 0) < 0:
             raise _fail("landlock_add_rule(net_port)")
 
     def restrict_self(self, flags: int = 0) -> None:
         """Enforce the ruleset on the calling thread (and what it executes); closes the fd."""
         try:
-            res = libc().syscall(ctypes.c_long(_numbers()[2]), ctypes.c_int(self.fd), ctypes.c_uint32(flags))
-            if res < 0:
+            if syscall(self._restrict, self.fd, flags) < 0:
                 raise _fail("landlock_restrict_self")
         finally:
-            os.close(self.fd)
+            posix.close(self.fd)
+
+
+# ------------------------------------------------------------------ prctl / capabilities / seccomp calls
 
 
 def set_no_new_privs() -> None:
     """prctl(PR_SET_NO_NEW_PRIVS, 1): execve can never grant privileges again."""
-    if libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
         raise _fail("prctl(PR_SET_NO_NEW_PRIVS)")
 
 
 def no_new_privs() -> bool:
     """True when no_new_privs is already set on this thread."""
-    return libc().prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1
+    return prctl(PR_GET_NO_NEW_PRIVS) == 1
 
 
 def last_cap() -> int:
@@ -263,21 +302,27 @@ def drop_capabilities() -> None:
     root every capability again.  A bounding entry that cannot be dropped (no
     CAP_SETPCAP, e.g. bwrap already dropped it) must already be absent.
     """
-    lib = libc()
     # Without CAP_SETPCAP the bounding set can only stay as it is.  That is safe when
     # execve can never raise capabilities again: no_new_privs caps what root gains at
     # execve to what it already has (nothing, once capset below clears it), and so
     # does SECBIT_NOROOT.
-    cannot_regain = no_new_privs() or (
-        lib.prctl(PR_GET_SECUREBITS, 0, 0, 0, 0) & SECBIT_NOROOT_BOTH) == SECBIT_NOROOT_BOTH
-    for cap in range(last_cap() + 1):
-        if lib.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1:
-            if lib.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and not cannot_regain:
-                raise _fail(f"prctl(PR_CAPBSET_DROP, {cap})")
-    lib.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    header = CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
-    data = (CapData * 2)()
-    if lib.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
+    cannot_regain = no_new_privs() or (prctl(PR_GET_SECUREBITS) & SECBIT_NOROOT_BOTH) == SECBIT_NOROOT_BOTH
+    # Every capability the kernel knows: PR_CAPBSET_READ answers EINVAL past the last
+    # one (saves reading /proc/sys/kernel/cap_last_cap).
+    cap = 0
+    while (held := prctl(PR_CAPBSET_READ, cap)) >= 0:
+        if held == 1 and prctl(PR_CAPBSET_DROP, cap) != 0 and not cannot_regain:
+            raise _fail(f"prctl(PR_CAPBSET_DROP, {cap})")
+        cap += 1
+    if cap == 0:
+        raise _fail("prctl(PR_CAPBSET_READ, 0)")
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    # struct __user_cap_header_struct {u32 version; int pid;} (writable: the kernel
+    # writes its preferred version back into it when it rejects ours), then two
+    # struct __user_cap_data_struct {u32 effective, permitted, inheritable;}, all zero.
+    header = (_Char * 8).from_buffer_copy(LINUX_CAPABILITY_VERSION_3.to_bytes(4, _BYTEORDER) + bytes(4))
+    data = bytes(24)
+    if _function("capset", _Int, (_Word, _Word))(header, data) != 0:  # type: ignore[operator]
         raise _fail("capset")
 
 
@@ -286,11 +331,15 @@ def load_seccomp_bpf(program: bytes) -> None:
     if not program or len(program) % 8:
         raise OSError(errno.EINVAL, "seccomp: the BPF program is empty or not whole instructions")
     count = len(program) // 8
-    buf = (SockFilter * count).from_buffer_copy(program)
-    prog = SockFprog(count, ctypes.cast(buf, ctypes.POINTER(SockFilter)))
-    if libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"prctl(PR_SET_SECCOMP): {os.strerror(err)}")
+    # The instructions (struct sock_filter, 8 bytes each) in a buffer of ours, then
+    # struct sock_fprog {unsigned short len; struct sock_filter *filter;}: the length
+    # padded to pointer alignment, then the buffer's address.
+    buf = (_Char * len(program)).from_buffer_copy(program)
+    prog = (count.to_bytes(2, _BYTEORDER) + bytes(_POINTER_SIZE - 2)
+            + _ctypes.addressof(buf).to_bytes(_POINTER_SIZE, _BYTEORDER))
+    if prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog) != 0:
+        err = _ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_SECCOMP): {posix.strerror(err)}")
 
 
 def seccomp_filter_supported() -> bool:
@@ -299,22 +348,49 @@ def seccomp_filter_supported() -> bool:
     Probed without installing anything: PR_SET_SECCOMP with a NULL program fails with
     EFAULT when filters are supported, EINVAL when they are not.
     """
-    lib = libc()
-    if lib.prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0:
+    if prctl(PR_GET_SECCOMP) < 0:
         return False
-    res = lib.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, None, 0, 0)
-    return res != 0 and ctypes.get_errno() == errno.EFAULT
+    res = prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, None)
+    return res != 0 and _ctypes.get_errno() == errno.EFAULT
+
+
+RLIMIT_NUMBERS = {"cpu": 0, "fsize": 1, "stack": 3, "core": 4, "nproc": 6, "nofile": 7, "as": 9}
+"""Resource numbers as asm-generic/resource.h has them (x86, arm, riscv, powerpc, s390...)."""
+_RLIMIT_OWN_NUMBERING = ("alpha", "mips", "sparc")
+"""Architectures numbering some limits their own way: asked of the ``resource`` module."""
+RLIM_INFINITY = (1 << 64) - 1
+"""``RLIM64_INFINITY``: no limit."""
+
+
+def prlimit(name: str, new: tuple[int, int] | None = None) -> tuple[int, int]:
+    """``(soft, hard)`` of this process's ``name`` limit (``RLIMIT_NUMBERS`` keys), set
+    to ``new`` when given; returns the values from before.  Unlimited is
+    ``RLIM_INFINITY``.  Raises ``KeyError`` for an unknown name."""
+    number = RLIMIT_NUMBERS[name]
+    if _MACHINE.startswith(_RLIMIT_OWN_NUMBERING):
+        import resource
+
+        number = getattr(resource, "RLIMIT_" + name.upper())
+    try:
+        call = _function("prlimit64", _Int, (_Int, _Int, _Word, _Word))
+    except AttributeError as exc:  # a C library without it
+        raise OSError(errno.ENOSYS, f"prlimit64: {exc}") from exc
+    # struct rlimit64 {u64 rlim_cur, rlim_max;}
+    old = (_Char * 16)()
+    if call(0, number, None if new is None else _u64(*new), old) != 0:  # type: ignore[operator]
+        err = _ctypes.get_errno()
+        raise OSError(err, f"prlimit64(RLIMIT_{name.upper()}): {posix.strerror(err)}")
+    raw = bytes(old)
+    return int.from_bytes(raw[:8], _BYTEORDER), int.from_bytes(raw[8:], _BYTEORDER)
 
 
 OPENAT2_NR = {"alpha": 547, "ia64": 1461, "mips": 4437, "mips64": 5437}
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
+AT_FDCWD = -100
 
-
-class OpenHow(ctypes.Structure):
-    """struct open_how for openat2(2)."""
-
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+_OPEN_HOW = _u64(posix.O_PATH | posix.O_CLOEXEC | posix.O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+"""struct open_how {u64 flags, mode, resolve;} for ``open_path_no_symlinks``."""
 
 
 def open_path_no_symlinks(path: str) -> int:
@@ -324,18 +400,16 @@ def open_path_no_symlinks(path: str) -> int:
     component swapped for a symlink after planning cannot redirect a grant.  Kernels
     without openat2 get ``O_PATH | O_NOFOLLOW`` (last component only).
     """
-    how = OpenHow(os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-    nr = OPENAT2_NR.get(os.uname().machine, 437)
-    fd = libc().syscall(ctypes.c_long(nr), ctypes.c_int(-100), path.encode("utf-8", "surrogateescape"),
-                        ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+    nr = OPENAT2_NR.get(_MACHINE, 437)
+    fd = syscall(nr, AT_FDCWD, path.encode("utf-8", "surrogateescape"), _OPEN_HOW, len(_OPEN_HOW))
     if fd >= 0:
         return int(fd)
-    err = ctypes.get_errno()
+    err = _ctypes.get_errno()
     if err in (errno.ENOSYS, errno.EPERM):
-        return os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
-    raise OSError(err, os.strerror(err), path)
+        return posix.open(path, posix.O_PATH | posix.O_CLOEXEC | posix.O_NOFOLLOW)
+    raise OSError(err, posix.strerror(err), path)
 
 
 def set_subreaper() -> bool:
     """prctl(PR_SET_CHILD_SUBREAPER, 1); False when refused."""
-    return libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0

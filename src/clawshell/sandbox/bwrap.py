@@ -126,7 +126,7 @@ def ordered_ops(layout: BwrapLayout) -> list[tuple[str, str, str]]:
 def build_argv(layout: BwrapLayout, helper: list[str], command: list[str]) -> list[str]:
     """The whole bwrap argv: options, ``--``, the helper command, ``--``, the command.
 
-    ``helper`` is the in-sandbox restriction step (``python -I -S helper.py ARGS``);
+    ``helper`` is the in-sandbox restriction step (``helper.script_command``);
     it execs ``command`` once Landlock and seccomp are in force.
     """
     argv = [layout.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]

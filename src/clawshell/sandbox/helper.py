@@ -4,10 +4,16 @@ It runs in a child, never in clawshell itself, in one of two ways:
 
 - imported, in the child the runner forked, just before ``execve``
   (``apply_steps(plan.preexec)``; Landlock-only mode);
-- as a script inside bubblewrap (``python -I -S .../helper.py ARGS -- CMD...``), because
-  bwrap must finish its mounts before Landlock is applied (a Landlock domain may not
-  change the mount topology).  The script imports nothing from the clawshell package:
-  only its sibling ``_landlock_sys`` and the standard library.
+- as a script inside bubblewrap (``script_command``: ``python -I -S -c STUB ARGS --
+  CMD...``), because bwrap must finish its mounts before Landlock is applied (a
+  Landlock domain may not change the mount topology).  The script imports nothing
+  from the clawshell package: only its sibling ``_landlock_sys`` and built-in modules.
+
+Script mode runs once per sandboxed command, so its start-up is kept small: the stub
+imports this file as a module, whose bytecode Python caches (a script given by path
+is compiled from source on every run, ~2-4 ms here); ``posix`` stands in for ``os``
+(which ``python -S`` does not load and which costs ~2 ms: it imports
+``_collections_abc``); ``_landlock_sys`` uses ``_ctypes``, not the ``ctypes`` package.
 
 Order matters and is fixed: rlimits, no_new_privs, Landlock, drop every capability,
 seccomp last (so the filter never has to allow what the setup itself needs), then
@@ -25,21 +31,15 @@ Kinds the runner handles itself (``cgroup``, ``pids_watchdog``, ``cleanup``,
 ``placeholders``, ``pid_namespace``, ``remove_if_empty``) are ignored here.
 """
 
-from __future__ import annotations
-
-import os
-import stat
+import posix
 import sys
 
 try:  # imported as part of the package
     from . import _landlock_sys as _sys
-except ImportError:  # run as a script by path inside bwrap (python -I -S)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+except ImportError:  # script mode: this directory is on sys.path (see script_command)
+    if __name__ == "__main__":  # run by path
+        sys.path.insert(0, __file__.rpartition("/")[0] or ".")
     import _landlock_sys as _sys  # type: ignore[no-redef]
-
-RLIMITS = {"fsize": "RLIMIT_FSIZE", "as": "RLIMIT_AS", "nofile": "RLIMIT_NOFILE", "core": "RLIMIT_CORE",
-           "nproc": "RLIMIT_NPROC", "cpu": "RLIMIT_CPU", "stack": "RLIMIT_STACK"}
-"""Limit names accepted in steps."""
 
 ORDER = ("rlimits", "no_new_privs", "landlock", "drop_caps", "seccomp")
 """The order restrictions are applied in, whatever order the steps came in."""
@@ -50,19 +50,18 @@ class SetupError(Exception):
 
 
 def apply_rlimits(limits: tuple[tuple[str, int, int], ...]) -> None:
-    """Lower each named rlimit to ``(soft, hard)``, never raising an existing hard limit."""
-    import resource
-
+    """Lower each named rlimit to ``(soft, hard)`` (-1: unlimited), never raising an
+    existing hard limit.  Names: ``_landlock_sys.RLIMIT_NUMBERS``."""
+    inf = _sys.RLIM_INFINITY
     for name, soft, hard in limits:
-        res = getattr(resource, RLIMITS[name])
-        cur_soft, cur_hard = resource.getrlimit(res)
-        if cur_hard != resource.RLIM_INFINITY and (hard < 0 or hard > cur_hard):
+        cur_hard = _sys.prlimit(name)[1]
+        if cur_hard != inf and (hard < 0 or hard > cur_hard):
             hard = cur_hard
         if hard < 0:
-            hard = resource.RLIM_INFINITY
-        if soft < 0 or (hard != resource.RLIM_INFINITY and soft > hard):
+            hard = inf
+        if soft < 0 or (hard != inf and soft > hard):
             soft = hard
-        resource.setrlimit(res, (soft, hard))
+        _sys.prlimit(name, (soft, hard))
 
 
 def apply_landlock(data: tuple) -> None:
@@ -72,23 +71,27 @@ def apply_landlock(data: tuple) -> None:
     if kernel_abi < abi:
         raise SetupError(f"Landlock ABI {abi} planned but the kernel offers {kernel_abi}")
     ruleset = _sys.Ruleset(abi, handled_fs, handled_net, scoped)
+    open_path, add_path, close, fstat = _sys.open_path_no_symlinks, ruleset.add_path, posix.close, posix.fstat
     try:
         for access, path in rules:
+            access &= handled_fs
             try:
-                fd = _sys.open_path_no_symlinks(path)
+                fd = open_path(path)
             except OSError:
                 continue  # vanished or swapped for a symlink since planning: grant nothing
             try:
-                if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                # Directory-only rights on something that is not a directory (any more)
+                # are dropped; the kernel would refuse the rule.
+                if access & ~_FILE_RIGHTS and fstat(fd).st_mode & 0o170000 != 0o040000:
                     access &= _FILE_RIGHTS
                 if access:
-                    ruleset.add_path(fd, access & handled_fs)
+                    add_path(fd, access)
             finally:
-                os.close(fd)
+                close(fd)
         for access, port in ports:
             ruleset.add_port(port, access)
     except BaseException:
-        os.close(ruleset.fd)
+        close(ruleset.fd)
         raise
     ruleset.restrict_self(flags)
 
@@ -103,7 +106,7 @@ def read_program(path: str) -> bytes:
         return fh.read()
 
 
-def apply_steps(steps: tuple[tuple[str, object], ...] | list) -> None:
+def apply_steps(steps: tuple[tuple[str, object], ...] | list[tuple[str, object]]) -> None:
     """Apply every restriction in ``steps`` to the current process, in ``ORDER``.
 
     Raises ``SetupError`` naming the step that failed.
@@ -206,6 +209,88 @@ def decode_args(args: list[str]) -> tuple[list[tuple[str, object]], list[str]]:
     return steps, args[i:]
 
 
+def script_command(python: str, steps: tuple[tuple[str, object], ...]) -> list[str]:
+    """The argv that applies ``steps`` in script mode; the command follows after ``--``.
+
+    ``-I -S``: no environment variables, no user or site directories, no ``site``
+    import.  The stub puts this directory first on ``sys.path`` (only this module and
+    ``_landlock_sys`` are imported from it) and imports this file by name, so that
+    Python uses its cached bytecode when there is one.
+    """
+    here = __file__.rpartition("/")[0] or "."
+    if not here.startswith("/"):
+        here = posix.getcwd() + "/" + here
+    stub = f"import sys;sys.path.insert(0,{here!r});import helper;helper.main(sys.argv[1:])"
+    return [python, "-I", "-S", "-c", stub, *encode_steps(steps)]
+
+
+SCRIPT_MODULES = ("helper", "_landlock_sys")
+"""What script mode imports from this directory."""
+
+
+def refresh_bytecode() -> None:
+    """Write the cached bytecode of ``SCRIPT_MODULES`` when it is missing or stale.
+
+    Inside bwrap the directory is read-only, so a stale cache would mean compiling
+    both modules on every run (~10 ms); this does once what an import outside the
+    sandbox would have done.  Skipped when bytecode writing is off
+    (``PYTHONDONTWRITEBYTECODE``); failures are ignored (a read-only install).
+    """
+    if sys.dont_write_bytecode:
+        return
+    here = __file__.rpartition("/")[0] or "."
+    for name in SCRIPT_MODULES:
+        source = f"{here}/{name}.py"
+        cached = f"{here}/__pycache__/{name}.{sys.implementation.cache_tag}.pyc"
+        try:
+            st = posix.stat(source)
+        except OSError:
+            continue
+        head = b""
+        try:
+            fd = posix.open(cached, posix.O_RDONLY | posix.O_CLOEXEC)
+            try:
+                head = posix.read(fd, 16)
+            finally:
+                posix.close(fd)
+        except OSError:
+            pass
+        # .pyc header: magic, flags, then source mtime and size (flags 0) or a source
+        # hash Python checks itself (flags != 0).
+        if len(head) == 16 and (head[4:8] != bytes(4) or (
+                int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+                and int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF)):
+            continue
+        if not posix.access(here, posix.W_OK):
+            return  # a read-only install: do not compile in vain on every run
+        import py_compile
+
+        try:
+            py_compile.compile(source, cfile=cached, doraise=True)
+        except (OSError, py_compile.PyCompileError):
+            pass
+
+
+def exec_command(command: list[str]) -> None:
+    """``execvp`` without ``os``: a name without ``/`` is looked up on this environment's
+    PATH (``/bin:/usr/bin`` when unset).  Raises the first error other than "not
+    found", else the last one."""
+    name = command[0]
+    if "/" in name:
+        posix.execv(name, command)
+    raw = name.encode(sys.getfilesystemencoding(), "surrogateescape")
+    first: OSError | None = None
+    last: OSError | None = None
+    for d in posix.environ.get(b"PATH", b"/bin:/usr/bin").split(b":"):
+        try:
+            posix.execv(d + b"/" + raw if d else raw, command)
+        except OSError as exc:
+            last = exc
+            if exc.errno not in (2, 20) and first is None:  # ENOENT, ENOTDIR
+                first = exc
+    raise first or last or OSError(2, "No such file or directory")
+
+
 def main(argv: list[str]) -> None:
     """Script mode: restrict, then exec the command (exit 126 with one line on failure)."""
     # Python ignores SIGPIPE and SIGXFSZ at start-up and an ignored signal stays
@@ -222,13 +307,13 @@ def main(argv: list[str]) -> None:
             raise SetupError("empty command")
         apply_steps(steps)
     except (SetupError, OSError, ValueError) as exc:
-        os.write(2, f"clawshell: sandbox: {exc}\n".encode("utf-8", "replace"))
-        os._exit(126)
+        posix.write(2, f"clawshell: sandbox: {exc}\n".encode("utf-8", "replace"))
+        posix._exit(126)
     try:
-        os.execvp(command[0], command)
+        exec_command(command)
     except OSError as exc:
-        os.write(2, f"clawshell: {command[0]}: {exc.strerror}\n".encode("utf-8", "replace"))
-        os._exit(127 if exc.errno == 2 else 126)
+        posix.write(2, f"clawshell: {command[0]}: {exc.strerror}\n".encode("utf-8", "replace"))
+        posix._exit(127 if exc.errno == 2 else 126)
 
 
 if __name__ == "__main__":

@@ -237,7 +237,7 @@ def plan_ruleset(abi: int, grants: Grants, fs: FsView) -> LandlockPlan:
     for root in grants.write:
         add(cover(root, READ, hidden, fs))
         add(cover(root, WRITE, closed, fs))
-    rules = tuple((acc & mask, path) for path, acc in sorted(merged.items()) if acc & mask)
+    rules = drop_covered([(acc & mask, path) for path, acc in sorted(merged.items()) if acc & mask])
     handled_net = 0
     ports: tuple[tuple[int, int], ...] = ()
     if abi >= 4 and not grants.network:
@@ -246,6 +246,29 @@ def plan_ruleset(abi: int, grants: Grants, fs: FsView) -> LandlockPlan:
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
     return LandlockPlan(abi=abi, handled_fs=mask, handled_net=handled_net, scoped=scoped, rules=rules,
                         ports=ports)
+
+
+def drop_covered(rules: Iterable[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
+    """``rules`` without those an ancestor's rules already grant (order kept).
+
+    Within one ruleset Landlock grants a path the union of the rules on it and on every
+    directory above it, so a rule whose rights are all granted above it changes
+    nothing (``/usr/bin`` under ``/usr``); dropping it only saves the helper an open
+    and a system call per rule.  Never grants more: at worst, when an ancestor's path
+    cannot be opened at run time, the path below is not granted either.
+    """
+    rules = list(rules)
+    by_path: dict[str, int] = {}
+    for acc, path in rules:
+        by_path[path] = by_path.get(path, 0) | acc
+    out: list[tuple[int, str]] = []
+    for acc, path in rules:
+        above = 0
+        for a in ancestors(path)[1:]:
+            above |= by_path.get(a, 0)
+        if acc & ~above:
+            out.append((acc, path))
+    return tuple(out)
 
 
 def describe(access: int) -> str:
