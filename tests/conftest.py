@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from clawshell.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ["CLAWSHELL_WARM"] = "0"  # also for processes started outside a test's fixtures
+os.environ["CLAWSHELL_WARM"] = os.environ.get("CLAWSHELL_TEST_WARM", "0")  # also for processes started outside a test's fixtures
 VENV_BIN = Path(sys.executable).parent
 CLAWSHELL = str(VENV_BIN / "clawshell")
 
@@ -31,7 +31,8 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("CLAWSHELL_HOME", str(claw))
     # No warm server unless a test asks for one (tests/test_warm.py): thousands of
     # short-lived homes must not each leave a resident process behind.
-    monkeypatch.setenv("CLAWSHELL_WARM", "0")
+    monkeypatch.setenv("CLAWSHELL_WARM", os.environ.get("CLAWSHELL_TEST_WARM", "0"))
+    monkeypatch.setenv("CLAWSHELL_WARM_IDLE", "3")
     for name in ("CLAWSHELL_CWD", "CLAWSHELL_POLICY", "CLAWSHELL_SESSION", "CLAWSHELL_DEPTH",
                  "CLAWSHELL_INSIDE", "CLAWSHELL_REAL_SHELL"):
         monkeypatch.delenv(name, raising=False)
