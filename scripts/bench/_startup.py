@@ -23,7 +23,7 @@ def timed(argv: list[str], env: dict[str, str], cwd: str) -> float:
 
 
 def startup() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         ws = Path(tmp) / "ws"
         ws.mkdir()
         base_env = dict(os.environ, HOME=str(Path(tmp) / "home"), CLAWSHELL_HOME=str(Path(tmp) / "claw"),
@@ -62,9 +62,15 @@ def startup() -> None:
             med = statistics.median(vals)
             p90 = sorted(vals)[int(0.9 * (len(vals) - 1))]
             print(f"{name:40} {med * 1000:10.1f} {p90 * 1000:8.1f} {med / py:9.2f} {med / bw:8.2f}")
+        from clawshell import warm
+
         for home in (base_env["CLAWSHELL_HOME"], str(none_home)):
-            subprocess.run([CLAW, "warm", "stop"], env=dict(base_env, CLAWSHELL_HOME=home), check=False,
-                           stdout=subprocess.DEVNULL)
+            warm.stop(home)
+        deadline = time.monotonic() + 10
+        while any(warm.servers(h) for h in (base_env["CLAWSHELL_HOME"], str(none_home))) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # spares end with their server (parent-death signal)
 
 
 COMMANDS = [
