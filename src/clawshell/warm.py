@@ -170,20 +170,20 @@ def _fork_spare(sock: object, note_r: int, note_w: int, ident: str, children: se
         return pid
     try:
         os.close(note_r)
-        _spare(sock, note_w, ident)
+        _spare(sock, note_w, ident, server=os.getppid())
     finally:
         os._exit(0)
 
 
-def _spare(sock: object, note_w: int, ident: str) -> None:
+def _spare(sock: object, note_w: int, ident: str, server: int) -> None:
     """A primed worker waiting for one call (runs in a child of the server)."""
     import signal
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _set_parent_death_signal(signal.SIGTERM)  # an idle spare ends with its server
-    if os.getppid() == 1:
-        return
+    if os.getppid() != server:
+        return  # the server died before the signal was armed
     try:
         _prime()  # touch the memory a call uses now, not while the caller waits
     except Exception:
