@@ -159,6 +159,7 @@ def serve() -> int:
 
 
 def _fork_spare(sock: object, note_r: int, note_w: int, ident: str, children: set[int]) -> int:
+    server = os.getpid()
     while True:
         try:
             pid = os.fork()
@@ -170,7 +171,7 @@ def _fork_spare(sock: object, note_r: int, note_w: int, ident: str, children: se
         return pid
     try:
         os.close(note_r)
-        _spare(sock, note_w, ident, server=os.getppid())
+        _spare(sock, note_w, ident, server=server)
     finally:
         os._exit(0)
 
