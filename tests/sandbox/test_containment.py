@@ -339,8 +339,10 @@ def _alive(pid: int) -> bool:
 def test_timeout_kills_grandchildren_including_setsid_ones(box: Box) -> None:
     marker = box.ws / "pids"
     marker.write_text("")
-    cmd = ("sleep 300 & echo $! >> pids; setsid sleep 300 & echo $! >> pids; "
-           "(setsid bash -c 'sleep 300 & echo $! >> pids; wait' &) ; sleep 300")
+    # A duration of its own: the host-wide pgrep below must not see other tests' sleeps.
+    nap = f"300.{os.getpid()}{len(box.mode)}"
+    cmd = (f"sleep {nap} & echo $! >> pids; setsid sleep {nap} & echo $! >> pids; "
+           f"(setsid bash -c 'sleep {nap} & echo $! >> pids; wait' &) ; sleep {nap}")
     t0 = time.monotonic()
     res = box.run(cmd, timeout=1.5)
     assert res.result.timed_out and res.status == 137
@@ -350,7 +352,7 @@ def test_timeout_kills_grandchildren_including_setsid_ones(box: Box) -> None:
     assert len(pids) == 3
     if box.mode == "bwrap":
         # pids are from inside the PID namespace; the whole namespace is gone
-        host = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True).stdout.split()
+        host = subprocess.run(["pgrep", "-f", f"sleep {nap}"], capture_output=True).stdout.split()
         assert [p for p in host if _alive(int(p))] == []
     else:
         assert [p for p in pids if _alive(p)] == []
