@@ -198,7 +198,8 @@ def test_warm_status_and_stop(warm_home: Path, workspace: Path) -> None:
     assert out.strip() == str(proc.pid).encode()
 
 
-def test_off_switch_never_starts_a_server(clawhome: Path, workspace: Path) -> None:
+def test_off_switch_never_starts_a_server(clawhome: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAWSHELL_WARM", "0")
     for _ in range(3):
         assert _run(["-c", "true"], workspace).returncode == 0
     time.sleep(1)
