@@ -43,7 +43,9 @@ def resolve_workspace(cwd_option: str | None, environ: Mapping[str, str]) -> tup
 
 def realpath_existing(path: str) -> str:
     """Resolve symlinks of the longest existing prefix of ``path`` (the engine's I/O seam)."""
-    return os.path.realpath(path)
+    from ._realpath import realpath
+
+    return realpath(path)
 
 
 def eval_context(workspace: str, start: str, home: Home, session: str,

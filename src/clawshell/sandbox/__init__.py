@@ -29,6 +29,7 @@ import re
 import sys
 from typing import Mapping, Sequence
 
+from .._realpath import realpath as _realpath
 from ..errors import SandboxUnavailableError
 from ..model import EvalContext, HostProbe, Layer, LaunchPlan, Policy, SandboxSpec, Verdict
 
@@ -198,7 +199,7 @@ def _with_real(paths: Sequence[str]) -> list[str]:
         out.append(p)
         if not os.path.lexists(p):
             continue
-        real = os.path.realpath(p)
+        real = _realpath(p)
         if real != p:
             out.append(real)
     return list(dict.fromkeys(out))
@@ -232,7 +233,7 @@ def toolchain_dirs(path_var: str, home: str, hidden: Sequence[str]) -> list[str]
     for d in path_var.split(":"):
         if not d.startswith("/") or not os.path.isdir(d):
             continue
-        real = os.path.realpath(d)
+        real = _realpath(d)
         if _within_any(real, hidden) or _within_any(d, hidden):
             continue
         out.append(real)
@@ -254,8 +255,8 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
     Raises ``SandboxUnavailableError`` for a workspace that does not exist, is not a
     directory, or is a forbidden path.
     """
-    home = os.path.realpath(environ.get("HOME") or ctx.home)
-    ws = os.path.realpath(ctx.workspace)
+    home = _realpath(environ.get("HOME") or ctx.home)
+    ws = _realpath(ctx.workspace)
     if not os.path.isdir(ws):
         raise SandboxUnavailableError(f"workspace {ctx.workspace} does not exist or is not a directory")
     lexical_home = environ.get("HOME") or ctx.home
@@ -277,7 +278,7 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
     hidden = list(dict.fromkeys(hidden))
     if _within_any(ws, hidden):
         raise SandboxUnavailableError(f"workspace {ws} is a forbidden path")
-    cwd = os.path.realpath(ctx.cwd or ws)
+    cwd = _realpath(ctx.cwd or ws)
 
     writable: list[str] = []
     for cache in policy.writable_caches:
@@ -288,7 +289,7 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
             except OSError:
                 continue
         if os.path.exists(p):
-            writable.append(os.path.realpath(p))
+            writable.append(_realpath(p))
     for p in (*verdict.extra_writable, *extra_writable):
         p = posixpath.normpath(p)
         if _bookkeeping(p) and not os.path.lexists(p):
@@ -299,7 +300,7 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
         if os.path.islink(p) and _bookkeeping(p):
             continue  # a bookkeeping file swapped for a symlink: never bind what it points at
         if os.path.exists(p):
-            writable.append(os.path.realpath(p))
+            writable.append(_realpath(p))
     writable = [w for w in dict.fromkeys(writable) if not _within_any(w, hidden) and w != "/"]
 
     read_only = [home] + toolchain_dirs(environ.get("PATH", ""), home, hidden)
@@ -309,7 +310,7 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
     protected += _submodule_protected(ws)
     # A protected path that is a symlink protects its target too (when that target is
     # inside the workspace; outside it is read-only anyway).
-    protected += [r for r in (os.path.realpath(p) for p in protected if os.path.islink(p))
+    protected += [r for r in (_realpath(p) for p in protected if os.path.islink(p))
                   if _within_any(r, [ws])]
     # Protected paths the verdict escalates (a human approved writing them) are lifted
     # for this run; everything else, and always the clawshell home, stays read-only.
@@ -320,8 +321,8 @@ def build_spec(policy: Policy, ctx: EvalContext, verdict: Verdict, environ: Mapp
         protected = [p for p in protected
                      if not _within_any(p, approved) and not any(_within_any(a, [_first_missing(p, ws)])
                                                                  for a in approved)]
-    if ctx.clawshell_home and _within_any(os.path.realpath(ctx.clawshell_home), [ws]):
-        protected.append(os.path.realpath(ctx.clawshell_home))
+    if ctx.clawshell_home and _within_any(_realpath(ctx.clawshell_home), [ws]):
+        protected.append(_realpath(ctx.clawshell_home))
 
     env = scrub_env(environ, policy)
     return SandboxSpec(
@@ -374,7 +375,7 @@ def _fs_view():  # type: ignore[no-untyped-def]
 
         return "dir" if stat.S_ISDIR(st.st_mode) else "file"
 
-    return FsView(listdir=listdir, realpath=os.path.realpath, kind=kind)
+    return FsView(listdir=listdir, realpath=_realpath, kind=kind)
 
 
 def _layers_for(spec: SandboxSpec, probe: HostProbe) -> tuple[bool, bool, bool]:
@@ -427,7 +428,7 @@ def _resolved_etc() -> tuple[list[str], list[tuple[str, str]], list[str]]:
             if not os.path.exists(p):
                 continue
             links.append((os.readlink(p), p))
-            real = os.path.realpath(p)
+            real = _realpath(p)
             if not real.startswith("/proc/"):
                 targets.append(real)
         elif os.path.exists(p):
@@ -446,7 +447,7 @@ def _placeholders(spec: SandboxSpec) -> tuple[list[str], list[str]]:
     existing: list[str] = []
     missing: list[str] = []
     home = dict(spec.env).get("HOME", "")
-    ws_is_home = bool(home) and os.path.realpath(home) == spec.workspace
+    ws_is_home = bool(home) and _realpath(home) == spec.workspace
     for p in spec.protected:
         rel = posixpath.relpath(p, spec.workspace)
         if rel.startswith(".."):
