@@ -86,10 +86,21 @@ def _prime() -> None:
         judge("true", policy, eval_context("/", "/", home, "warm", os.environ), home)
         known_secrets(policy, os.environ)  # the environment allow-list's patterns
         _bookkeeping_files("true")
+        _prime_leak_scanner()
     except Exception:  # a broken policy is reported by the worker, to the caller
         from .shellparse import parse
 
         parse("true")
+
+
+def _prime_leak_scanner() -> None:
+    """Build the scanner's tables (compiled patterns, the literal automaton: ~20 ms,
+    otherwise paid by the first call with output) by scanning a harmless sample."""
+    from .leaks import LeakSettings, StreamScanner
+
+    scanner = StreamScanner("stdout", LeakSettings(), ())
+    scanner.feed(b"warm-up: token=none password=placeholder https://example.invalid/path\n")
+    scanner.finish()
 
 
 def serve() -> int:
