@@ -580,7 +580,7 @@ class _Scan:
         low, buf, n = self.low, self.buf, self.n
         after = _AFTER_NAME
         chars = self.e.name_chars
-        for kw, starts in zip(_KEYWORDS, self.hits):
+        for kw, starts in zip(_KEYWORDS, self.hits, strict=False):
             k = len(kw)
             j = 0
             for i in starts:
@@ -923,7 +923,7 @@ class _Scan:
     def _injections(self) -> None:
         low = self.low
         found = self.injections
-        for (anchor, kinds), starts in zip(self.e.inj_anchors, self.hits[len(_KEYWORDS):]):
+        for (anchor, kinds), starts in zip(self.e.inj_anchors, self.hits[len(_KEYWORDS):], strict=False):
             if kinds <= found:
                 continue  # everything this anchor can show is already flagged for the stream
             for i in starts:
