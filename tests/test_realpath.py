@@ -76,3 +76,9 @@ def test_random_walks_agree(parts: list[str], tmp_path_factory: pytest.TempPathF
         (base / "chain").symlink_to("ln_dir")
     path = str(base) + "/" + "/".join(parts)
     assert realpath(path) == os.path.realpath(path)
+
+
+@pytest.mark.parametrize("rel", ["missing", "a/missing", "ln_dir/missing", "a/up/missing", "b/../dangling",
+                                 "missing/../ln_dir", "a/b/c/f/missing", "ln_dir/c/missing/deeper"])
+def test_missing_last_components_agree(tree: Path, rel: str) -> None:
+    assert realpath(str(tree / rel)) == os.path.realpath(str(tree / rel))
