@@ -241,3 +241,14 @@ def test_agent_shapes_as_bash_match_in_process(warm_home: Path, workspace: Path,
         return res.returncode, res.stdout, err
 
     assert run({}) == run({"CLAWSHELL_WARM": "0"})
+
+
+def test_a_large_request_arrives_whole(warm_home: Path, workspace: Path) -> None:
+    """A command string and environment far larger than one socket read."""
+    _start_server(workspace, warm_home)
+    big = "x" * 120_000  # one argument may not exceed 128 KiB (MAX_ARG_STRLEN)
+    script = f": {big}; echo \"$LANG\" ${{#0}}"
+    res = _run(["-c", script, "zero"], workspace, env=dict(os.environ, LANG="C.UTF-8", BIG_UNUSED="y" * 120_000))
+    assert res.returncode == 0, res.stderr[-500:]
+    assert res.stdout == b"C.UTF-8 4\n"
+    assert _served(workspace)

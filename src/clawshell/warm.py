@@ -286,10 +286,20 @@ def _receive(conn: object) -> tuple[list[int], bytes] | None:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
             usable = len(payload) - len(payload) % 4
             fds += [int.from_bytes(payload[i:i + 4], sys.byteorder) for i in range(0, usable, 4)]
-    if len(data) < 8 or len(fds) != 4:
+    if len(fds) != 4:
         for fd in fds:
             os.close(fd)
         return None
+    while len(data) < 8:  # a stream may deliver the header in pieces
+        try:
+            more = conn.recv(8 - len(data))  # type: ignore[attr-defined]
+        except OSError:
+            more = b""
+        if not more:
+            for fd in fds:
+                os.close(fd)
+            return None
+        data += more
     size = int.from_bytes(data[:8], "little")
     body = data[8:]
     while len(body) < size:
@@ -325,8 +335,12 @@ def _parse(body: bytes) -> tuple[bytes, int, int, list[str], dict[bytes, bytes]]
 
 
 def _worker(conn: object, ident: str) -> None:
-    """Serve one call in this forked child, then exit (never returns)."""
-    status_sent = False
+    """Serve one call in this forked child, then exit (never returns).
+
+    Until ``P`` is sent, any failure just ends the worker: the caller sees no ``P`` and
+    runs in-process, so nothing is run twice and nothing half-served is reported.
+    """
+    status_sent = accepted = False
     try:
         import signal
 
@@ -356,6 +370,7 @@ def _worker(conn: object, ident: str) -> None:
 
         pipeline.PARENT_PID = ppid
         conn.sendall(b"P%d\n" % os.getpid())  # type: ignore[attr-defined]
+        accepted = True
         _watch_caller(conn)
         from .cli import main as cli_main
 
@@ -375,7 +390,7 @@ def _worker(conn: object, ident: str) -> None:
         except OSError:
             pass
     except BaseException as exc:  # an internal error: say so on the caller's stderr
-        if not status_sent:
+        if accepted and not status_sent:
             try:
                 os.write(2, f"clawshell: internal error: {exc.__class__.__name__}: {exc}\n".encode())
                 conn.sendall(b"S70\n")  # type: ignore[attr-defined]
