@@ -246,9 +246,25 @@ def test_agent_shapes_as_bash_match_in_process(warm_home: Path, workspace: Path,
 def test_a_large_request_arrives_whole(warm_home: Path, workspace: Path) -> None:
     """A command string and environment far larger than one socket read."""
     _start_server(workspace, warm_home)
-    big = "x" * 120_000  # one argument may not exceed 128 KiB (MAX_ARG_STRLEN)
+    big = "x" * 60_000  # under the policy's max_command_bytes (64 KiB): longer ones ask
     script = f": {big}; echo \"$LANG\" ${{#0}}"
     res = _run(["-c", script, "zero"], workspace, env=dict(os.environ, LANG="C.UTF-8", BIG_UNUSED="y" * 120_000))
     assert res.returncode == 0, res.stderr[-500:]
     assert res.stdout == b"C.UTF-8 4\n"
     assert _served(workspace)
+
+
+@pytest.mark.parametrize("warm_mode", ["1", "0"])
+def test_terminated_while_waiting_for_approval_ends_like_in_process(warm_home: Path, workspace: Path,
+                                                                   warm_mode: str) -> None:
+    """SIGTERM to a call waiting for a human: the caller dies of SIGTERM, warm or not."""
+    _start_server(workspace, warm_home)
+    proc = subprocess.Popen([CLAWSHELL, "-c", "git push origin main"], cwd=workspace, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ, CLAWSHELL_WARM=warm_mode))
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    assert b"approval required" in line, line
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGTERM
+    assert b"internal error" not in err

@@ -161,10 +161,17 @@ def _converse(sock: object, argv: list[str], ident: str) -> int | None:
     if not line or not line.startswith(b"P"):
         return None  # refused before anything ran: run in-process
     worker = int(line[1:])
-    _forward_signals(worker)
+    forwarded = _forward_signals(worker)
     line = reader.next()
     if line and line.startswith(b"S"):
         return int(line[1:])
+    if forwarded:
+        # The worker ended on a signal we passed on (outside a run, its default action):
+        # end the same way, as an in-process clawshell would have.
+        import _signal
+
+        _signal.signal(forwarded[-1], _signal.SIG_DFL)
+        os.kill(os.getpid(), forwarded[-1])
     os.write(2, b"clawshell: internal error: the warm worker ended without reporting a status "
                 b"(see `clawshell audit --last 1`)\n")
     return _STATUS_FAILED
@@ -190,10 +197,14 @@ class _Lines:
         return line
 
 
-def _forward_signals(worker: int) -> None:
+def _forward_signals(worker: int) -> list[int]:
+    """Pass HUP/INT/QUIT/TERM on to the worker; returns the list of those passed so far."""
     import _signal
 
+    passed: list[int] = []
+
     def forward(signum: int, _frame: object) -> None:
+        passed.append(signum)
         try:
             os.kill(worker, signum)
         except OSError:
@@ -205,6 +216,7 @@ def _forward_signals(worker: int) -> None:
                 _signal.signal(sig, forward)
         except (OSError, ValueError):
             pass
+    return passed
 
 
 def spawn_server(environ: os._Environ[str]) -> None:
