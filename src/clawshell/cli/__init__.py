@@ -26,7 +26,7 @@ USAGE = """\
 Usage: clawshell [--cwd DIR] [--policy NAME|FILE] [bash options] -c COMMAND [ARG0 ARGS...]
        clawshell [--cwd DIR] [bash options] [-s] [ARGS...]   (script on stdin)
        clawshell COMMAND ...   (check, audit, receipts, approvals, approve, otp, estop,
-                                doctor, file, mcp, session, hook, security; --help for each)
+                                doctor, file, mcp, session, hook, security, warm; --help for each)
 """
 
 
