@@ -268,3 +268,34 @@ def test_terminated_while_waiting_for_approval_ends_like_in_process(warm_home: P
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGTERM
     assert b"internal error" not in err
+
+
+def test_a_keeper_holds_the_database_open_and_ends_with_the_server(warm_home: Path, workspace: Path) -> None:
+    _start_server(workspace, warm_home)
+    assert _run(["-c", "true"], workspace).returncode == 0
+    db = str(warm_home / "storage" / "clawshell.db")
+    [(server, _home)] = warm.servers(str(warm_home))
+
+    def holders() -> list[int]:
+        found = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or warm._parent(int(pid)) != server:
+                continue
+            try:
+                links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+            except OSError:
+                continue
+            if db in links:
+                found.append(int(pid))
+        return found
+
+    deadline = time.monotonic() + 15
+    while not holders() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    keepers = holders()
+    assert len(keepers) == 1, keepers
+    warm.stop(str(warm_home))
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{keepers[0]}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{keepers[0]}") or open(f"/proc/{keepers[0]}/stat").read().split()[2] == "Z"
