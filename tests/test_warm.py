@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clawshell import warm
 from clawshell._warmclient import identity, socket_name
@@ -152,7 +154,7 @@ def test_the_socket_is_out_of_reach_of_a_sandboxed_command(clawhome: Path, works
     monkeypatch.setenv("CLAWSHELL_WARM_IDLE", "60")
     try:
         _run(["-c", "true"], workspace)
-        name = socket_name(identity(os.environ))
+        name = socket_name(identity(os.environb))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -299,3 +301,32 @@ def test_a_keeper_holds_the_database_open_and_ends_with_the_server(warm_home: Pa
     while os.path.exists(f"/proc/{keepers[0]}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{keepers[0]}") or open(f"/proc/{keepers[0]}/stat").read().split()[2] == "Z"
+
+
+_PATHS = st.lists(st.sampled_from(["/", ".", "..", "a", "b", "//", "///", "x y"]), max_size=12).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(path=_PATHS)
+def test_the_clients_path_functions_match_posixpath(path: str) -> None:
+    """The client avoids importing os; its normpath/abspath must give posixpath's answers."""
+    from clawshell import _warmclient as wc
+
+    assert wc.normpath(path) == os.path.normpath(path)
+    assert wc.abspath(path) == os.path.abspath(path)
+
+
+@pytest.mark.parametrize("env", [
+    {"CLAWSHELL_HOME": "/tmp/x/../y/claw", "HOME": "/home/me"},
+    {"CLAWSHELL_HOME": "rel/claw", "HOME": "/home/me"},
+    {"CLAWSHELL_HOME": "", "HOME": "/home/me/"},
+    {"HOME": "/"},
+    {"HOME": "//net/home"},
+    {"HOME": "/home/me"},
+])
+def test_the_clients_home_matches_home_from_env(env: dict[str, str]) -> None:
+    from clawshell import _warmclient as wc
+    from clawshell.home import Home
+
+    environb = {k.encode(): v.encode() for k, v in env.items()}
+    assert wc.home_root(environb) == Home.from_env(env).root

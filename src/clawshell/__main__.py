@@ -1,6 +1,8 @@
-"""Entry point: ``python -m clawshell`` and the ``clawshell`` console script."""
+"""Entry point: ``python -m clawshell`` and the ``clawshell`` console script.
 
-from __future__ import annotations
+No ``from __future__`` import and no ``os`` before the warm-server attempt: both cost
+start-up time on every agent command (see ``_warmclient``).
+"""
 
 import sys
 
@@ -11,13 +13,15 @@ def main() -> None:
     # every start (PYTHONDONTWRITEBYTECODE=1 is common in agent containers) costs
     # more than everything else it does, so it always keeps its bytecode cache.
     sys.dont_write_bytecode = False
-    import os
-
     from . import _warmclient
 
     warm_status = _warmclient.run(sys.argv)
     if warm_status is not None:  # a warm server ran the call (see clawshell.warm)
-        os._exit(warm_status)
+        import posix
+
+        posix._exit(warm_status)
+    import os
+
     if sys.flags.no_site:
         # Started by the lean launcher (python -I -S, see scripts/_bootstrap.sh), which
         # skips site-packages for the warm path; running in-process needs them.

@@ -10,12 +10,13 @@ runs (``cli.main``), so decisions, sandbox, audit and output are the same.
 
 Everything here is best effort: any doubt (a terminal on stdio, a confined caller, no
 server, a server of another user or another code version) returns None and the caller
-runs in-process.  Only builtin modules are imported, to keep start-up minimal.
+runs in-process.  Only built-in modules are imported (``posix``, ``sys``, ``_socket``,
+``_signal``: not even ``os``, which costs ~2 ms under ``python -S``), and this module
+has no ``from __future__`` import, to keep start-up minimal.  The environment is read
+as bytes (``posix.environ``); both ends compute the identity from those bytes.
 """
 
-from __future__ import annotations
-
-import os
+import posix
 import sys
 
 MAGIC = b"clawshell-warm-1"
@@ -31,15 +32,64 @@ SUBCOMMANDS = frozenset({
     "file", "mcp", "session", "hook", "security", "help", "version", "warm",
 })
 """First arguments that name a clawshell subcommand (never sent to the warm server)."""
+
 _FORWARD = (1, 2, 3, 15)  # SIGHUP, SIGINT, SIGQUIT, SIGTERM: what the in-process runner forwards
 _STATUS_FAILED = 70
+_FS_ENCODING = sys.getfilesystemencoding()
+_FS_ERRORS = sys.getfilesystemencodeerrors()
 
 
-def home_root(environ: os._Environ[str] | dict[str, str]) -> str:
+def _decode(raw: bytes) -> str:
+    return raw.decode(_FS_ENCODING, _FS_ERRORS)
+
+
+def _encode(text: str) -> bytes:
+    return text.encode(_FS_ENCODING, _FS_ERRORS)
+
+
+def _setting(environb: "dict[bytes, bytes]", name: bytes, default: str = "") -> str:
+    return _decode(environb.get(name, _encode(default))).strip().lower()
+
+
+def normpath(path: str) -> str:
+    """``posixpath.normpath``, without importing it."""
+    if not path:
+        return "."
+    slashes = 0
+    if path.startswith("/"):
+        slashes = 2 if path.startswith("//") and not path.startswith("///") else 1
+    parts: list = []
+    for comp in path.split("/"):
+        if comp in ("", "."):
+            continue
+        if comp != ".." or (not slashes and not parts) or (parts and parts[-1] == ".."):
+            parts.append(comp)
+        elif parts:
+            parts.pop()
+    return "/" * slashes + "/".join(parts) or "."
+
+
+def abspath(path: str) -> str:
+    """``posixpath.abspath``, without importing it."""
+    if not path.startswith("/"):
+        cwd = posix.getcwd()
+        path = cwd + path if cwd.endswith("/") else cwd + "/" + path
+    return normpath(path)
+
+
+def home_root(environb: "dict[bytes, bytes]") -> str:
     """The state home path, as :meth:`clawshell.home.Home.from_env` computes it."""
-    root = environ.get("CLAWSHELL_HOME") or os.path.join(environ.get("HOME") or os.path.expanduser("~"),
-                                                         ".clawshell")
-    return os.path.abspath(root)
+    root = environb.get(b"CLAWSHELL_HOME")
+    if root:
+        return abspath(_decode(root))
+    home = environb.get(b"HOME")
+    if home:
+        base = _decode(home)
+    else:  # rare: no HOME at all; the password database, as os.path.expanduser does
+        import os
+
+        base = os.path.expanduser("~")
+    return abspath(base + ".clawshell" if base.endswith("/") else base + "/.clawshell")  # os.path.join
 
 
 def code_stamp(package_dir: str) -> int:
@@ -47,21 +97,21 @@ def code_stamp(package_dir: str) -> int:
     newest = 0
     stack = [package_dir]
     while stack:
-        with os.scandir(stack.pop()) as entries:
+        with posix.scandir(stack.pop()) as entries:
             for entry in entries:
                 name = entry.name
                 if entry.is_dir(follow_symlinks=False):
                     if name != "__pycache__":
                         stack.append(entry.path)
                 elif name.endswith((".py", ".toml")):
-                    newest = max(newest, entry.stat().st_mtime_ns)
+                    newest = max(newest, entry.stat(follow_symlinks=False).st_mtime_ns)
     return newest
 
 
-def identity(environ: os._Environ[str] | dict[str, str]) -> str:
+def identity(environb: "dict[bytes, bytes]") -> str:
     """What a server must match: user, home, interpreter and code version."""
-    package_dir = os.path.dirname(os.path.abspath(__file__))
-    return "\n".join((str(os.geteuid()), home_root(environ), sys.executable, package_dir,
+    package_dir = abspath(__file__).rpartition("/")[0]
+    return "\n".join((str(posix.geteuid()), home_root(environb), sys.executable, package_dir,
                       str(code_stamp(package_dir))))
 
 
@@ -71,14 +121,15 @@ def socket_name(ident: str) -> bytes:
     Abstract names live in the network namespace and are out of reach of a confined
     command (bwrap's --unshare-net, Landlock's abstract-socket scope); both ends also
     check the other's uid, and the server re-checks the identity sent in the request.
+    The hash (64-bit FNV-1a) only spreads names; it is not what is trusted.
     """
-    import zlib
+    h = 0xCBF29CE484222325
+    for byte in ident.encode("utf-8", "surrogateescape"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return b"\0clawshell-warm-%d-%016x" % (posix.geteuid(), h)
 
-    raw = ident.encode("utf-8", "surrogateescape")
-    return b"\0clawshell-warm-%d-%08x%08x" % (os.geteuid(), zlib.crc32(raw), zlib.adler32(raw))
 
-
-def peer_credentials(sock: object) -> tuple[int, int, int]:
+def peer_credentials(sock: object) -> tuple:
     """(pid, uid, gid) of the process at the other end of a connected unix socket."""
     import _socket
 
@@ -88,63 +139,62 @@ def peer_credentials(sock: object) -> tuple[int, int, int]:
             int.from_bytes(raw[8:12], order))
 
 
-def eligible(argv: list[str], environ: os._Environ[str]) -> bool:
+def eligible(argv: list, environb: "dict[bytes, bytes]") -> bool:
     """True when this call is a drop-in shell call the warm server can take."""
-    if environ.get("CLAWSHELL_WARM", "1").strip().lower() in OFF_VALUES:
+    if _setting(environb, b"CLAWSHELL_WARM", "1") in OFF_VALUES:
         return False
-    if environ.get("CLAWSHELL_INSIDE") == "1":
+    if environb.get(b"CLAWSHELL_INSIDE") == b"1":
         return False  # possibly nested inside a sandbox: the in-process path decides
     args = argv[1:]
-    prog = os.path.basename(argv[0]) if argv else "clawshell"
+    prog = argv[0].rpartition("/")[2] if argv else "clawshell"
     if not args or (prog not in SHELL_NAMES and args[0] in SUBCOMMANDS):
         return False
     try:
-        if os.isatty(0) or os.isatty(1) or os.isatty(2):
+        if posix.isatty(0) or posix.isatty(1) or posix.isatty(2):
             return False  # a terminal belongs to the caller's session: run in-process
-        os.fstat(0), os.fstat(1), os.fstat(2)
+        posix.fstat(0), posix.fstat(1), posix.fstat(2)
     except OSError:
         return False
     return True
 
 
-def run(argv: list[str]) -> int | None:
+def run(argv: list) -> "int | None":
     """Run ``argv`` through a warm server; None when the caller must run in-process."""
-    environ = os.environ
-    if not eligible(argv, environ):
+    environb = posix.environ
+    if not eligible(argv, environb):
         return None
     import _socket
 
-    ident = identity(environ)
-    name = socket_name(ident)
+    ident = identity(environb)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
     try:
-        sock.connect(name)
+        sock.connect(socket_name(ident))
     except OSError:
         sock.close()
-        if environ.get("CLAWSHELL_WARM", "1").strip().lower() != "no-spawn":
-            spawn_server(environ)
+        if _setting(environb, b"CLAWSHELL_WARM", "1") != "no-spawn":
+            spawn_server(environb)
         return None
     try:
         _pid, uid, _gid = peer_credentials(sock)
-        if uid != os.geteuid():
+        if uid != posix.geteuid():
             return None  # someone else holds the name: never hand them our environment
-        return _converse(sock, argv, ident)
+        return _converse(sock, argv, ident, environb)
     finally:
         sock.close()
 
 
-def _converse(sock: object, argv: list[str], ident: str) -> int | None:
+def _converse(sock: object, argv: list, ident: str, environb: "dict[bytes, bytes]") -> "int | None":
     import _socket
 
     try:
-        cwd_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        cwd_fd = posix.open(".", posix.O_RDONLY | posix.O_DIRECTORY | posix.O_CLOEXEC)
     except OSError:
         return None
-    mask = os.umask(0o022)
-    os.umask(mask)
-    fields = [MAGIC, ident.encode("utf-8", "surrogateescape"), b"%d" % mask, b"%d" % os.getppid(),
-              b"%d" % len(argv), *(os.fsencode(a) for a in argv)]
-    fields += [k + b"=" + v for k, v in os.environb.items()]
+    mask = posix.umask(0o022)
+    posix.umask(mask)
+    fields = [MAGIC, ident.encode("utf-8", "surrogateescape"), b"%d" % mask, b"%d" % posix.getppid(),
+              b"%d" % len(argv), *(_encode(a) for a in argv)]
+    fields += [k + b"=" + v for k, v in environb.items()]
     body = b"\0".join(fields)
     data = len(body).to_bytes(8, "little") + body
     fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2, cwd_fd))
@@ -155,7 +205,7 @@ def _converse(sock: object, argv: list[str], ident: str) -> int | None:
     except OSError:
         return None
     finally:
-        os.close(cwd_fd)
+        posix.close(cwd_fd)
     reader = _Lines(sock)
     line = reader.next()
     if not line or not line.startswith(b"P"):
@@ -171,9 +221,9 @@ def _converse(sock: object, argv: list[str], ident: str) -> int | None:
         import _signal
 
         _signal.signal(forwarded[-1], _signal.SIG_DFL)
-        os.kill(os.getpid(), forwarded[-1])
-    os.write(2, b"clawshell: internal error: the warm worker ended without reporting a status "
-                b"(see `clawshell audit --last 1`)\n")
+        posix.kill(posix.getpid(), forwarded[-1])
+    posix.write(2, b"clawshell: internal error: the warm worker ended without reporting a status "
+                   b"(see `clawshell audit --last 1`)\n")
     return _STATUS_FAILED
 
 
@@ -184,7 +234,7 @@ class _Lines:
         self.sock = sock
         self.buf = b""
 
-    def next(self) -> bytes | None:
+    def next(self) -> "bytes | None":
         while b"\n" not in self.buf:
             try:
                 chunk = self.sock.recv(4096)  # type: ignore[attr-defined]
@@ -197,16 +247,16 @@ class _Lines:
         return line
 
 
-def _forward_signals(worker: int) -> list[int]:
+def _forward_signals(worker: int) -> list:
     """Pass HUP/INT/QUIT/TERM on to the worker; returns the list of those passed so far."""
     import _signal
 
-    passed: list[int] = []
+    passed: list = []
 
     def forward(signum: int, _frame: object) -> None:
         passed.append(signum)
         try:
-            os.kill(worker, signum)
+            posix.kill(worker, signum)
         except OSError:
             pass
 
@@ -219,29 +269,31 @@ def _forward_signals(worker: int) -> list[int]:
     return passed
 
 
-def spawn_server(environ: os._Environ[str]) -> None:
+_SERVER_ENV = (b"PATH", b"HOME", b"LANG", b"TZ", b"CLAWSHELL_HOME", b"CLAWSHELL_POLICY", b"CLAWSHELL_WARM_IDLE",
+               b"PYTHONPATH")
+
+
+def spawn_server(environb: "dict[bytes, bytes]") -> None:
     """Start a detached server for this home (it outlives us; we do not wait for it)."""
-    env = {k: v for k, v in environ.items()
-           if k in ("PATH", "HOME", "LANG", "TZ", "CLAWSHELL_HOME", "CLAWSHELL_POLICY", "CLAWSHELL_WARM_IDLE", "PYTHONPATH")
-           or k.startswith("LC_")}
+    env = {k: v for k, v in environb.items() if k in _SERVER_ENV or k.startswith(b"LC_")}
     try:
-        pid = os.fork()
+        pid = posix.fork()
     except OSError:
         return
     if pid:
         try:
-            os.waitpid(pid, 0)
+            posix.waitpid(pid, 0)
         except OSError:
             pass
         return
     try:  # the child: a new session, then a grandchild that init adopts
-        os.setsid()
-        if os.fork():
-            os._exit(0)
-        null = os.open(os.devnull, os.O_RDWR)
+        posix.setsid()
+        if posix.fork():
+            posix._exit(0)
+        null = posix.open("/dev/null", posix.O_RDWR)
         for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.closerange(3, 1 << 16)
-        os.execve(sys.executable, [sys.executable, "-m", "clawshell.warm", "serve"], env)
+            posix.dup2(null, fd)
+        posix.closerange(3, 1 << 16)
+        posix.execve(sys.executable, [sys.executable, "-m", "clawshell.warm", "serve"], env)
     finally:
-        os._exit(127)
+        posix._exit(127)

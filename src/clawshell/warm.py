@@ -115,8 +115,8 @@ def serve() -> int:
     import socket
 
     environ = os.environ
-    ident = identity(environ)
-    root = home_root(environ)
+    ident = identity(os.environb)
+    root = home_root(os.environb)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
         sock.bind(socket_name(ident))
@@ -165,7 +165,7 @@ def serve() -> int:
                 return 0
             if now - last_check > 10.0:
                 last_check = now
-                if not os.path.isdir(root) or identity(environ) != ident:
+                if not os.path.isdir(root) or identity(os.environb) != ident:
                     return 0
     finally:
         for pid in (spare, keeper):  # an idle spare and the keeper; workers serving calls are left alone
@@ -498,8 +498,7 @@ def servers(root: str | None = None) -> list[tuple[int, str]]:
                 env = dict(item.partition(b"=")[::2] for item in fh.read().split(b"\0") if b"=" in item)
         except OSError:
             continue
-        home = home_root({k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
-                          for k, v in env.items()})
+        home = home_root(env)
         if root is None or home == root:
             found.append((int(entry), home))
     pids = {pid for pid, _home in found}
