@@ -46,11 +46,10 @@ def _start_server(workspace: Path, home: Path) -> None:
     """Make the first call (it starts the server) and wait until a spare is ready."""
     _run(["-c", "true"], workspace)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if _served(workspace):
-            return
+    while not _served(workspace):
+        if time.monotonic() > deadline:
+            pytest.fail("the warm server did not come up within 30 s")
         time.sleep(0.1)
-    pytest.fail("the warm server did not come up within 30 s")
 
 
 def _served(workspace: Path) -> bool:

@@ -31,23 +31,12 @@ def main() -> None:
 
     from . import _dccache
 
-    home = os.environ.get("CLAWSHELL_HOME") or os.path.join(os.path.expanduser("~"), ".clawshell")
     _dccache.defer_import("inspect")
-    _dccache.install(os.path.join(os.path.abspath(home), "cache"))
+    _dccache.install(os.path.join(_warmclient.home_root(os.environb), "cache"))
+    from .cli import finish
     from .cli import main as cli_main
 
-    status = cli_main(sys.argv)
-    # Skip the interpreter's teardown of every module and object (a noticeable part of
-    # each call's cost): flush what Python buffered, run the atexit hooks, and leave.
-    import atexit
-
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        status = status or 1
-    atexit._run_exitfuncs()
-    os._exit(status if isinstance(status, int) else 1)
+    os._exit(finish(cli_main(sys.argv)))
 
 
 if __name__ == "__main__":

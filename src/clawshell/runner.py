@@ -198,10 +198,10 @@ def _member(cgroup: str) -> bool:
         return False
 
 
-def _kill_cgroup(cgroup: str, *, includes_self: bool = False) -> None:
+def _kill_cgroup(cgroup: str) -> None:
     """Kill every process in ``cgroup`` but this one (cgroup v2 ``cgroup.kill`` or a kill loop)."""
     kill_file = os.path.join(cgroup, "cgroup.kill")
-    if not includes_self and os.path.exists(kill_file) and not _member(cgroup):
+    if os.path.exists(kill_file) and not _member(cgroup):
         try:
             with open(kill_file, "w") as fh:
                 fh.write("1")
@@ -414,10 +414,9 @@ class _Resources:
 
     def release(self) -> None:
         """Undo everything (after the tree is dead)."""
-        if self.cgroup and self.cgroup_inherited:
-            _kill_cgroup(self.cgroup, includes_self=True)  # removed by a later run's prune
-        elif self.cgroup:
+        if self.cgroup:
             _kill_cgroup(self.cgroup)
+        if self.cgroup and not self.cgroup_inherited:  # an adopted one holds us: a later prune removes it
             for _ in range(50):
                 if _rmdir_quiet(self.cgroup):
                     break

@@ -335,33 +335,28 @@ def _receive(conn: object) -> tuple[list[int], bytes] | None:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
             usable = len(payload) - len(payload) % 4
             fds += [int.from_bytes(payload[i:i + 4], sys.byteorder) for i in range(0, usable, 4)]
-    if len(fds) != 4:
-        for fd in fds:
-            os.close(fd)
-        return None
-    while len(data) < 8:  # a stream may deliver the header in pieces
+    if len(fds) == 4:
+        header = _read_to(conn, data, 8)  # a stream may deliver the header in pieces
+        if header is not None:
+            body = _read_to(conn, header[8:], int.from_bytes(header[:8], "little"))
+            if body is not None:
+                return fds, body
+    for fd in fds:
+        os.close(fd)
+    return None
+
+
+def _read_to(conn: object, data: bytes, size: int) -> bytes | None:
+    """``data`` read on until it holds ``size`` bytes; None when the caller stops sending."""
+    while len(data) < size:
         try:
-            more = conn.recv(8 - len(data))  # type: ignore[attr-defined]
-        except OSError:
-            more = b""
-        if not more:
-            for fd in fds:
-                os.close(fd)
-            return None
-        data += more
-    size = int.from_bytes(data[:8], "little")
-    body = data[8:]
-    while len(body) < size:
-        try:
-            chunk = conn.recv(min(1 << 20, size - len(body)))  # type: ignore[attr-defined]
+            chunk = conn.recv(min(1 << 20, size - len(data)))  # type: ignore[attr-defined]
         except OSError:
             chunk = b""
         if not chunk:
-            for fd in fds:
-                os.close(fd)
             return None
-        body += chunk
-    return fds, body
+        data += chunk
+    return data
 
 
 def _parse(body: bytes) -> tuple[bytes, int, int, list[str], dict[bytes, bytes]] | None:
@@ -421,18 +416,10 @@ def _worker(conn: object, ident: str) -> None:
         conn.sendall(b"P%d\n" % os.getpid())  # type: ignore[attr-defined]
         accepted = True
         _watch_caller(conn)
+        from .cli import finish
         from .cli import main as cli_main
 
-        status = cli_main(argv)
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            status = status or 1
-        import atexit
-
-        atexit._run_exitfuncs()
-        status = status if isinstance(status, int) else 1
+        status = finish(cli_main(argv))
         try:
             conn.sendall(b"S%d\n" % status)  # type: ignore[attr-defined]
             status_sent = True

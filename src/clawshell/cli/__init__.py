@@ -30,6 +30,25 @@ Usage: clawshell [--cwd DIR] [--policy NAME|FILE] [bash options] -c COMMAND [ARG
 """
 
 
+def finish(status: object) -> int:
+    """Flush what Python buffered and run the atexit hooks; the exit status to report.
+
+    Callers then leave with ``os._exit`` (skipping the interpreter's teardown of every
+    module and object, a noticeable part of each call's cost): ``__main__`` in-process,
+    and a warm-server worker before it reports the status to its caller.
+    """
+    import atexit
+
+    code = status if isinstance(status, int) else 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        code = code or 1
+    atexit._run_exitfuncs()
+    return code
+
+
 def main(argv: list[str]) -> int:
     """Run clawshell with ``argv`` (including argv[0]) and return the exit status."""
     prog = os.path.basename(argv[0]) if argv else "clawshell"
